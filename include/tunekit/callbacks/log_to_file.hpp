@@ -1,0 +1,32 @@
+#pragma once
+/// \file
+/// LogToFile: append every measurement to a JSON-lines log as it happens.
+
+#include "tunekit/concepts.hpp"
+#include "tunekit/records/log.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+namespace tunekit {
+
+/// Appends a record per measurement to a log (records/record.hpp gives the format), flushed
+/// before the next measurement starts. Resume a run from it with `tunekit::resume`.
+class LogToFile {
+ public:
+  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr)
+      : writer_(std::move(path), warnings) {}
+
+  void on_measured(const TuningState& s, const Trial& t) {
+    writer_.write(s.space, Record{s.task, s.device, t.config, t.measurement, utc_timestamp()});
+  }
+
+  const std::filesystem::path& path() const noexcept { return writer_.path(); }
+
+ private:
+  RecordWriter writer_;
+};
+
+static_assert(Callback<LogToFile>);
+
+}  // namespace tunekit

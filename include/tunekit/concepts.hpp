@@ -1,0 +1,224 @@
+#pragma once
+/// \file
+/// The concepts every part of tunekit is written against (DESIGN.md section 2).
+///
+/// Each concept comes with a `check_*<T>()` function whose `static_assert`s name the member that
+/// a type misses; the entry points (Tuner, tune) call them, so a type that does not fit gets a
+/// message that says what to add rather than a page of template errors.
+
+#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/kernel/status.hpp"
+#include "tunekit/optimizer/search_context.hpp"
+#include "tunekit/random.hpp"
+#include "tunekit/space/search_space.hpp"
+#include "tunekit/tuning_state.hpp"
+
+#include <Eigen/Core>
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tunekit {
+
+// ---------------------------------------------------------------------------------------------
+// Kernel: what is tuned.
+
+/// A tunable kernel: its search space, its FLOP count per run, and a way to run a configuration
+/// `runs` times and return the seconds of each run (or a failure status).
+///
+/// Required: `const SearchSpace& space() const`, `double flop() const`,
+/// `RunResult run(const Config&, std::size_t runs, Rng&)` (the generator is for kernels that
+/// simulate time, like replay; real kernels ignore it). Optional: `RunResult prepare(const
+/// Config&)` (compile or set up; called once per config before any run), `std::string name()
+/// const` and `std::string device() const` (for records).
+template <class K>
+concept Kernel = requires(K& k, const K& ck, const Config& c, std::size_t runs, Rng& rng) {
+  { ck.space() } -> std::convertible_to<const SearchSpace&>;
+  { ck.flop() } -> std::convertible_to<double>;
+  { k.run(c, runs, rng) } -> std::same_as<RunResult>;
+};
+
+template <class K>
+concept PreparableKernel = Kernel<K> && requires(K& k, const Config& c) {
+  { k.prepare(c) } -> std::same_as<RunResult>;
+};
+
+template <class K>
+constexpr bool check_kernel() {
+  static_assert(requires(const K& k) { { k.space() } -> std::convertible_to<const SearchSpace&>; },
+                "tunekit::Kernel: the kernel needs `const tunekit::SearchSpace& space() const`");
+  static_assert(requires(const K& k) { { k.flop() } -> std::convertible_to<double>; },
+                "tunekit::Kernel: the kernel needs `double flop() const` (FLOP per run)");
+  static_assert(requires(K& k, const Config& c, std::size_t n, Rng& r) {
+                  { k.run(c, n, r) } -> std::same_as<RunResult>;
+                },
+                "tunekit::Kernel: the kernel needs `tunekit::RunResult run(const tunekit::Config&, "
+                "std::size_t runs, tunekit::Rng&)`");
+  return Kernel<K>;
+}
+
+namespace detail {
+/// The least kernel there is: checks that an evaluator works with any Kernel.
+struct KernelArchetype {
+  const SearchSpace& space() const;
+  double flop() const;
+  RunResult run(const Config&, std::size_t, Rng&);
+};
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Evaluator: how a configuration is measured.
+
+/// Measures one configuration of any Kernel: `template <Kernel K> Measurement measure(K&, const
+/// Config&, Rng&)`. Failures are statuses in the Measurement, never exceptions.
+template <class E>
+concept Evaluator = requires(E& e, detail::KernelArchetype& k, const Config& c, Rng& rng) {
+  { e.measure(k, c, rng) } -> std::same_as<Measurement>;
+};
+
+template <class E>
+constexpr bool check_evaluator() {
+  static_assert(Evaluator<E>,
+                "tunekit::Evaluator: the evaluator needs `template <tunekit::Kernel K> "
+                "tunekit::Measurement measure(K&, const tunekit::Config&, tunekit::Rng&)`");
+  return Evaluator<E>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Surrogate: the cost model.
+
+/// A regression model of throughput from features: `void fit(const Eigen::MatrixXd& X, const
+/// Eigen::VectorXd& y, Rng&)` and `Eigen::VectorXd predict(const Eigen::MatrixXd& X) const`.
+template <class S>
+concept Surrogate = requires(S& s, const S& cs, const Eigen::MatrixXd& x,
+                             const Eigen::VectorXd& y, Rng& rng) {
+  s.fit(x, y, rng);
+  { cs.predict(x) } -> std::convertible_to<Eigen::VectorXd>;
+};
+
+/// A surrogate that also gives a standard deviation per prediction:
+/// `void predict(const Eigen::MatrixXd& X, Eigen::VectorXd& mean, Eigen::VectorXd& std) const`.
+template <class S>
+concept UncertainSurrogate =
+    Surrogate<S> && requires(const S& s, const Eigen::MatrixXd& x, Eigen::VectorXd& m,
+                             Eigen::VectorXd& sd) { s.predict(x, m, sd); };
+
+/// No model: the tuner fits nothing and optimizers get no score (random and grid search).
+struct NoSurrogate {};
+
+template <class S>
+constexpr bool check_surrogate() {
+  if constexpr (!std::same_as<S, NoSurrogate>) {
+    static_assert(requires(S& s, const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& r) {
+                    s.fit(x, y, r);
+                  },
+                  "tunekit::Surrogate: the model needs `void fit(const Eigen::MatrixXd& X, const "
+                  "Eigen::VectorXd& y, tunekit::Rng&)`");
+    static_assert(requires(const S& s, const Eigen::MatrixXd& x) {
+                    { s.predict(x) } -> std::convertible_to<Eigen::VectorXd>;
+                  },
+                  "tunekit::Surrogate: the model needs `Eigen::VectorXd predict(const "
+                  "Eigen::MatrixXd& X) const`");
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acquisition: how a prediction is scored.
+
+/// Scores one candidate from the model's mean and standard deviation and the best value seen:
+/// `double score(double mean, double std, double best) const` (higher is better).
+template <class A>
+concept Acquisition = requires(const A& a, double mean, double sd, double best) {
+  { a.score(mean, sd, best) } -> std::convertible_to<double>;
+};
+
+template <class A>
+constexpr bool check_acquisition() {
+  static_assert(Acquisition<A>, "tunekit::Acquisition: the acquisition needs `double "
+                                "score(double mean, double std, double best) const`");
+  return Acquisition<A>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optimizer: which configurations to measure next.
+
+/// Proposes up to n valid configs that are not in `ctx.visited`, best first:
+/// `std::vector<Config> propose(const SearchContext& ctx, std::size_t n, Rng&)`. Fewer than n
+/// (or none) means the space is exhausted for it.
+template <class O>
+concept Optimizer = requires(O& o, const SearchContext& ctx, std::size_t n, Rng& rng) {
+  { o.propose(ctx, n, rng) } -> std::same_as<std::vector<Config>>;
+};
+
+template <class O>
+constexpr bool check_optimizer() {
+  static_assert(Optimizer<O>, "tunekit::Optimizer: the optimizer needs `std::vector<"
+                              "tunekit::Config> propose(const tunekit::SearchContext&, "
+                              "std::size_t n, tunekit::Rng&)`");
+  return Optimizer<O>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler: which task of many gets the next time slot.
+
+/// What a scheduler knows of one task when it picks the next slot.
+struct TaskProgress {
+  /// How often the operator appears in the network, and its FLOP per run.
+  double weight = 1.0;
+  double flop = 0.0;
+  /// Slots given so far, and the task's best latency in seconds after each of them (infinity
+  /// until a config succeeded).
+  std::size_t slots = 0;
+  std::vector<double> best_latency;
+};
+
+/// Picks the task for the next slot: `std::size_t next_task(std::span<const TaskProgress>,
+/// Rng&)` returns an index into the tasks.
+template <class S>
+concept Scheduler = requires(S& s, std::span<const TaskProgress> tasks, Rng& rng) {
+  { s.next_task(tasks, rng) } -> std::convertible_to<std::size_t>;
+};
+
+template <class S>
+constexpr bool check_scheduler() {
+  static_assert(Scheduler<S>, "tunekit::Scheduler: the scheduler needs `std::size_t next_task("
+                              "std::span<const tunekit::TaskProgress>, tunekit::Rng&)`");
+  return Scheduler<S>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callback: hooks into the tuning loop.
+
+namespace detail {
+template <class C>
+concept HasOnBegin = requires(C& c, const TuningState& s) { c.on_begin(s); };
+template <class C>
+concept HasOnMeasured = requires(C& c, const TuningState& s, const Trial& t) {
+  c.on_measured(s, t);
+};
+template <class C>
+concept HasOnRound = requires(C& c, const TuningState& s) { c.on_round(s); };
+template <class C>
+concept HasOnEnd = requires(C& c, const TuningState& s) { c.on_end(s); };
+}  // namespace detail
+
+/// A tuning callback: any of `on_begin(const TuningState&)`, `on_measured(const TuningState&,
+/// const Trial&)`, `on_round(const TuningState&)` (after each batch) and `on_end(const
+/// TuningState&)`. on_measured and on_round may return bool: true stops the tuning.
+template <class C>
+concept Callback = detail::HasOnBegin<C> || detail::HasOnMeasured<C> || detail::HasOnRound<C> ||
+                   detail::HasOnEnd<C>;
+
+template <class C>
+constexpr bool check_callback() {
+  static_assert(Callback<C>, "tunekit::Callback: a callback needs at least one of on_begin("
+                             "const TuningState&), on_measured(const TuningState&, const Trial&), "
+                             "on_round(const TuningState&), on_end(const TuningState&)");
+  return Callback<C>;
+}
+
+}  // namespace tunekit

@@ -1,0 +1,276 @@
+#pragma once
+/// \file
+/// ReplayKernel: a recorded, brute-force-measured tuning space replayed offline.
+///
+/// Dataset format (shared/datasets/README.md): a header of parameter names, then `time_ms`, then
+/// `samples`; one row per valid configuration with its mean time in ms (`inf` for a failed one)
+/// and its recorded run times in ms separated by `;`.
+
+#include "tunekit/concepts.hpp"
+#include "tunekit/kernel/status.hpp"
+#include "tunekit/space/search_space.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tunekit {
+
+/// Options of a ReplayKernel; fill with designated initialisers.
+struct ReplayOptions {
+  /// Simulated seconds charged per config on top of its run times (compilation and set-up).
+  double overhead_seconds = 1.0;
+  /// FLOP per run (for GFLOPS); 0 when unknown.
+  double flop = 0.0;
+  /// Task name for records; the file's stem when empty.
+  std::string name;
+
+  void validate() const {
+    if (!(overhead_seconds >= 0) || !std::isfinite(overhead_seconds))
+      throw std::invalid_argument("ReplayOptions: overhead_seconds must be finite and >= 0");
+    if (!(flop >= 0) || !std::isfinite(flop))
+      throw std::invalid_argument("ReplayOptions: flop must be finite and >= 0");
+  }
+};
+
+/// Error in a dataset file; the message names the file and line.
+struct DatasetError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
+/// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
+/// power_of_two, the rest ordinal), one constant per single-valued parameter, and a membership
+/// constraint that admits exactly the recorded rows. Each run returns one of the config's
+/// recorded samples, drawn uniformly with the caller's generator, so replayed noise is real.
+/// A row recorded as `inf` is a runtime_error. Simulated cost: the overhead per config plus the
+/// returned run times.
+class ReplayKernel {
+ public:
+  static ReplayKernel from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
+    std::ifstream in(path);
+    if (!in) throw DatasetError("cannot open dataset '" + path.string() + "'");
+    if (options.name.empty()) options.name = path.stem().string();
+    return from_stream(in, path.string(), std::move(options));
+  }
+
+  /// Reads a dataset from a stream; `source` names it in error messages.
+  static ReplayKernel from_stream(std::istream& in, const std::string& source,
+                                  ReplayOptions options = {}) {
+    options.validate();
+    ReplayKernel k;
+    k.options_ = std::move(options);
+    k.load(in, source);
+    return k;
+  }
+
+  const SearchSpace& space() const noexcept { return space_; }
+  double flop() const noexcept { return options_.flop; }
+  std::string name() const { return options_.name; }
+  std::string device() const { return "replay"; }
+
+  /// Charges the per-config overhead; a failed row is a runtime_error, a config that is not a
+  /// row is excluded.
+  RunResult prepare(const Config& c) const {
+    const Row* r = find(c);
+    if (!r) return {Status::excluded, {}, "config is not in the recorded dataset", 0.0};
+    if (r->samples.empty())
+      return {Status::runtime_error, {}, "recorded as failed (inf) in the dataset",
+              options_.overhead_seconds};
+    return {Status::ok, {}, {}, options_.overhead_seconds};
+  }
+
+  /// `runs` recorded samples of the config, drawn uniformly with replacement.
+  RunResult run(const Config& c, std::size_t runs, Rng& rng) const {
+    const Row* r = find(c);
+    if (!r) return {Status::excluded, {}, "config is not in the recorded dataset", 0.0};
+    if (r->samples.empty())
+      return {Status::runtime_error, {}, "recorded as failed (inf) in the dataset", 0.0};
+    RunResult out{Status::ok, {}, {}, 0.0};
+    out.seconds.reserve(runs);
+    for (std::size_t i = 0; i < runs; ++i) {
+      const double s = r->samples[uniform_index(rng, r->samples.size())] * 1e-3;
+      out.seconds.push_back(s);
+      out.simulated_cost += s;
+    }
+    return out;
+  }
+
+  /// The recorded mean time in ms (infinity for a failed row). Throws for a config not recorded.
+  double recorded_ms(const Config& c) const {
+    const Row* r = find(c);
+    if (!r) throw std::out_of_range("config is not in the recorded dataset: " + space_.describe(c));
+    return r->time_ms;
+  }
+  /// The recorded mean times in ms of every row, in file order.
+  std::vector<double> recorded_times_ms() const {
+    std::vector<double> t;
+    t.reserve(rows_.size());
+    for (const auto& r : rows_) t.push_back(r.time_ms);
+    return t;
+  }
+  /// The lowest recorded mean time in ms.
+  double optimum_ms() const noexcept { return optimum_ms_; }
+  std::size_t row_count() const noexcept { return rows_.size(); }
+  /// Number of rows recorded as failed.
+  std::size_t failed_count() const noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.samples.empty(); }));
+  }
+
+ private:
+  struct Row {
+    std::uint64_t index;
+    double time_ms;
+    std::vector<double> samples;  // ms; empty for a failed row
+  };
+
+  ReplayKernel() = default;
+
+  const Row* find(const Config& c) const {
+    if (!space_.is_valid(c)) return nullptr;
+    const auto idx = space_.to_index(c);
+    auto it = std::lower_bound(by_index_.begin(), by_index_.end(), idx,
+                               [this](std::size_t row, std::uint64_t i) { return rows_[row].index < i; });
+    if (it == by_index_.end() || rows_[*it].index != idx) return nullptr;
+    return &rows_[*it];
+  }
+
+  static std::vector<std::string_view> split_csv(std::string_view line) {
+    std::vector<std::string_view> f;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= line.size(); ++i)
+      if (i == line.size() || line[i] == ',') {
+        f.push_back(line.substr(start, i - start));
+        start = i + 1;
+      }
+    return f;
+  }
+
+  static double parse_double(std::string_view s, const std::string& where) {
+    if (s == "inf" || s == "Infinity") return std::numeric_limits<double>::infinity();
+    double v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || std::isnan(v))
+      throw DatasetError(where + ": not a number: '" + std::string(s) + "'");
+    return v;
+  }
+
+  void load(std::istream& in, const std::string& source) {
+    std::string line;
+    if (!std::getline(in, line)) throw DatasetError(source + ": empty dataset (no header)");
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> header;
+    for (auto f : split_csv(line)) header.emplace_back(f);
+    if (header.size() < 3 || header[header.size() - 2] != "time_ms" || header.back() != "samples")
+      throw DatasetError(source + ":1: header must be the parameters, then time_ms, then samples");
+    const std::size_t n_params = header.size() - 2;
+    for (std::size_t i = 0; i < n_params; ++i)
+      if (header[i].empty()) throw DatasetError(source + ":1: empty parameter name");
+
+    std::vector<std::vector<std::int64_t>> values;  // per row, per parameter
+    std::size_t line_no = 1;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      const std::string where = source + ":" + std::to_string(line_no);
+      const auto f = split_csv(line);
+      if (f.size() != header.size())
+        throw DatasetError(where + ": " + std::to_string(f.size()) + " fields, header has " +
+                           std::to_string(header.size()));
+      std::vector<std::int64_t> v(n_params);
+      for (std::size_t i = 0; i < n_params; ++i) {
+        const auto [p, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v[i]);
+        if (ec != std::errc() || p != f[i].data() + f[i].size())
+          throw DatasetError(where + ": parameter " + header[i] + " is not an integer: '" +
+                             std::string(f[i]) + "'");
+      }
+      Row r{0, parse_double(f[n_params], where), {}};
+      if (r.time_ms <= 0) throw DatasetError(where + ": time_ms must be positive");
+      if (std::isfinite(r.time_ms)) {
+        std::string_view s = f[n_params + 1];
+        while (!s.empty()) {
+          const auto semi = s.find(';');
+          const double x = parse_double(s.substr(0, semi), where);
+          if (!(x > 0) || !std::isfinite(x))
+            throw DatasetError(where + ": sample times must be finite and positive");
+          r.samples.push_back(x);
+          s = semi == std::string_view::npos ? std::string_view{} : s.substr(semi + 1);
+        }
+        if (r.samples.empty()) throw DatasetError(where + ": a finite time_ms needs samples");
+      }
+      values.push_back(std::move(v));
+      rows_.push_back(std::move(r));
+    }
+    if (rows_.empty()) throw DatasetError(source + ": no rows");
+
+    // The space: a knob per varying parameter, a constant per fixed one.
+    std::vector<int> knob_of(n_params, -1);
+    for (std::size_t i = 0; i < n_params; ++i) {
+      std::vector<std::int64_t> distinct;
+      for (const auto& v : values) distinct.push_back(v[i]);
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      if (distinct.size() == 1) {
+        space_.add_constant(header[i], distinct[0]);
+        continue;
+      }
+      const bool pow2 = std::all_of(distinct.begin(), distinct.end(),
+                                    [](std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; });
+      knob_of[i] = static_cast<int>(space_.dimensions());
+      if (distinct == std::vector<std::int64_t>{0, 1})
+        space_.add(Knob::boolean(header[i]));
+      else if (pow2 && distinct.size() >= 3)
+        space_.add(Knob::power_of_two(header[i], distinct));
+      else
+        space_.add(Knob::ordinal(header[i], distinct));
+    }
+    if (space_.dimensions() == 0) throw DatasetError(source + ": no parameter takes two values");
+
+    std::vector<std::uint64_t> members;
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+      Config c(space_.dimensions());
+      for (std::size_t i = 0; i < n_params; ++i)
+        if (knob_of[i] >= 0)
+          c[static_cast<std::size_t>(knob_of[i])] = static_cast<std::uint32_t>(
+              space_.knob(static_cast<std::size_t>(knob_of[i])).index_of(values[r][i]));
+      rows_[r].index = space_.to_index(c);
+      members.push_back(rows_[r].index);
+    }
+    by_index_.resize(rows_.size());
+    for (std::size_t i = 0; i < rows_.size(); ++i) by_index_[i] = i;
+    std::sort(by_index_.begin(), by_index_.end(),
+              [this](std::size_t a, std::size_t b) { return rows_[a].index < rows_[b].index; });
+    for (std::size_t i = 1; i < by_index_.size(); ++i)
+      if (rows_[by_index_[i]].index == rows_[by_index_[i - 1]].index)
+        throw DatasetError(source + ": duplicate rows for " +
+                           space_.describe(space_.from_index(rows_[by_index_[i]].index)));
+    space_.add_constraint(membership("recorded in " + source, std::move(members)));
+
+    optimum_ms_ = std::numeric_limits<double>::infinity();
+    for (const auto& r : rows_) optimum_ms_ = std::min(optimum_ms_, r.time_ms);
+    if (!std::isfinite(optimum_ms_)) throw DatasetError(source + ": every row is recorded as failed");
+  }
+
+  ReplayOptions options_;
+  SearchSpace space_;
+  std::vector<Row> rows_;
+  std::vector<std::size_t> by_index_;  // row ids sorted by flat index
+  double optimum_ms_ = 0.0;
+};
+
+static_assert(PreparableKernel<ReplayKernel>);
+
+}  // namespace tunekit

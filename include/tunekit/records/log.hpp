@@ -1,0 +1,171 @@
+#pragma once
+/// \file
+/// Writing and reading tuning logs (JSON lines), and resuming a tuner from one.
+
+#include "tunekit/records/record.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace tunekit {
+
+/// Appends records to a log, one line each, written with a single write() and so on disk (in the
+/// OS's cache) before the next measurement starts: a killed process loses at most the line it
+/// was writing. Opening a log whose last line was cut off removes that partial line (a complete
+/// last line that only lacks its newline is ended instead).
+class RecordWriter {
+ public:
+  explicit RecordWriter(std::filesystem::path path, std::ostream* warnings = &std::cerr)
+      : path_(std::move(path)) {
+    drop_partial_last_line(warnings);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw std::runtime_error("cannot open log '" + path_.string() + "': " + std::strerror(errno));
+  }
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+  RecordWriter(RecordWriter&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+  ~RecordWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void write(const SearchSpace& space, const Record& r) {
+    const std::string line = to_json(space, r).dump() + "\n";
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const auto n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw std::runtime_error("cannot write log '" + path_.string() + "': " + std::strerror(errno));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  void drop_partial_last_line(std::ostream* warnings) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path_, ec);
+    if (ec || size == 0) return;
+    std::ifstream in(path_, std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (content.back() == '\n') return;
+    const auto last_newline = content.rfind('\n');
+    const std::uintmax_t keep = last_newline == std::string::npos ? 0 : last_newline + 1;
+    if (nlohmann::json::accept(content.substr(keep))) {
+      // Complete JSON lacking only its newline (not a cut-off write): read_records and resume
+      // take it, so end the line rather than drop a record the tuner already has.
+      std::ofstream(path_, std::ios::binary | std::ios::app) << '\n';
+      return;
+    }
+    if (warnings)
+      *warnings << "tunekit: warning: " << path_.string() << ": removing a truncated last line ("
+                << size - keep << " bytes)\n";
+    std::filesystem::resize_file(path_, keep);
+  }
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+/// Reads the records of one task from a log. A truncated last line (no newline at the end, not
+/// valid JSON: a killed writer) is skipped with a warning; any other malformed line is a
+/// RecordError naming the file and line number. Records of other tasks are skipped (their
+/// configs may belong to other spaces); an empty `task` reads them all.
+inline std::vector<Record> read_records(const std::filesystem::path& path, const SearchSpace& space,
+                                        const std::string& task, std::ostream* warnings = &std::cerr) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RecordError("cannot open log '" + path.string() + "'");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<Record> out;
+  std::size_t pos = 0, line_no = 0;
+  while (pos < content.size()) {
+    ++line_no;
+    const auto nl = content.find('\n', pos);
+    const bool last_unterminated = nl == std::string::npos;
+    const std::string line = content.substr(pos, last_unterminated ? std::string::npos : nl - pos);
+    pos = last_unterminated ? content.size() : nl + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path.string() + ":" + std::to_string(line_no);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      if (last_unterminated) {
+        if (warnings)
+          *warnings << "tunekit: warning: " << where << ": ignoring a truncated last line\n";
+        break;
+      }
+      throw RecordError(where + ": malformed record: " + e.what());
+    }
+    try {
+      if (!j.is_object()) throw RecordError("record is not a JSON object");
+      if (!task.empty() && j.at("task").get<std::string>() != task) continue;
+      out.push_back(record_from_json(space, j));
+    } catch (const RecordError& e) {
+      throw RecordError(where + ": " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+      throw RecordError(where + ": malformed record: " + e.what());
+    }
+  }
+  return out;
+}
+
+/// The distinct task names in a log (for error messages).
+inline std::set<std::string> log_tasks(const std::filesystem::path& path) {
+  std::set<std::string> tasks;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("task") && j["task"].is_string()) tasks.insert(j["task"].get<std::string>());
+  }
+  return tasks;
+}
+
+/// Feeds a tuner the records of its task from a log, so that tuning continues where the log
+/// ends without measuring anything again. Returns the number of records taken. A missing or
+/// empty log resumes nothing; a log that has records but none of this task is an error (it is
+/// probably the wrong file). A config recorded twice is taken once, with a warning.
+template <class TunerT>
+std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
+                   std::ostream* warnings = &std::cerr) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return 0;
+  const auto records = read_records(path, tuner.space(), task, warnings);
+  if (records.empty()) {
+    const auto tasks = log_tasks(path);
+    if (!tasks.empty()) {
+      std::string names;
+      for (const auto& t : tasks) names += (names.empty() ? "" : ", ") + t;
+      throw RecordError("log '" + path.string() + "' holds no records of task '" + task +
+                        "' (it has: " + names + ")");
+    }
+  }
+  std::size_t taken = 0;
+  for (const auto& r : records) {
+    if (tuner.history().contains(tuner.space().to_index(r.config))) {
+      if (warnings)
+        *warnings << "tunekit: warning: " << path.string() << ": config recorded twice, keeping the first: "
+                  << tuner.space().describe(r.config) << "\n";
+      continue;
+    }
+    tuner.tell(r.config, r.measurement);
+    ++taken;
+  }
+  return taken;
+}
+
+}  // namespace tunekit

@@ -1,0 +1,274 @@
+#pragma once
+/// \file
+/// SearchSpace: knobs, constants and constraints; index <-> config, sampling, neighbours,
+/// enumeration.
+
+#include "tunekit/random.hpp"
+#include "tunekit/space/config.hpp"
+#include "tunekit/space/constraint.hpp"
+#include "tunekit/space/knob.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tunekit {
+
+/// The space of configurations of one kernel: the Cartesian product of its knobs' values,
+/// restricted to the configs that satisfy every constraint (the valid configs).
+///
+/// A config's flat index is its mixed-radix number over the product, the first knob most
+/// significant, so flat order is the lexicographic order of the value lists. Products up to
+/// 2^64 - 1 are supported; a larger one is an error when the knob is added.
+///
+/// Built with `add`, `add_constant` and `add_constraint`, then used read-only: every const member
+/// is safe to call from several threads.
+class SearchSpace {
+ public:
+  /// Configs drawn by rejection before `sample` falls back to the enumerated valid set.
+  static constexpr int rejections_before_enumeration = 4096;
+  /// Largest product that `sample` enumerates when rejection keeps failing.
+  static constexpr std::uint64_t enumeration_limit = std::uint64_t{1} << 22;
+  /// Draws after which `sample` gives up on a space too large to enumerate.
+  static constexpr std::uint64_t max_rejections = 10'000'000;
+
+  SearchSpace() = default;
+
+  /// Adds a knob. Throws on a duplicate name or when the product would exceed 2^64 - 1.
+  SearchSpace& add(Knob knob) {
+    check_new_name(knob.name());
+    const std::uint64_t n = knob.size();
+    if (product_ > std::numeric_limits<std::uint64_t>::max() / n)
+      throw std::overflow_error("search space over 2^64 configs: adding knob '" + knob.name() +
+                                "' (" + std::to_string(n) + " values) to a product of " +
+                                std::to_string(product_));
+    product_ *= n;
+    knobs_.push_back(std::move(knob));
+    strides_.assign(knobs_.size(), 1);
+    for (std::size_t i = knobs_.size() - 1; i > 0; --i)
+      strides_[i - 1] = strides_[i] * knobs_[i].size();
+    reset_cache();
+    return *this;
+  }
+
+  /// Adds a constant parameter (visible to constraints; no search dimension).
+  SearchSpace& add_constant(std::string name, std::int64_t value) {
+    check_new_name(name);
+    constants_.push_back({std::move(name), value});
+    return *this;
+  }
+
+  /// Adds a constraint; a valid config satisfies all of them.
+  SearchSpace& add_constraint(Constraint c) {
+    constraints_.push_back(std::move(c));
+    reset_cache();
+    return *this;
+  }
+
+  /// Adds a constraint from a description and a predicate over a ConfigView.
+  template <class F>
+  SearchSpace& add_constraint(std::string description, F&& predicate) {
+    return add_constraint(Constraint(std::move(description), std::forward<F>(predicate)));
+  }
+
+  const std::vector<Knob>& knobs() const noexcept { return knobs_; }
+  const std::vector<Constant>& constants() const noexcept { return constants_; }
+  const std::vector<Constraint>& constraints() const noexcept { return constraints_; }
+  std::size_t dimensions() const noexcept { return knobs_.size(); }
+  const Knob& knob(std::size_t i) const { return knobs_.at(i); }
+
+  /// Position of the knob with this name; throws std::out_of_range naming it when absent.
+  std::size_t knob_index(std::string_view name) const {
+    for (std::size_t i = 0; i < knobs_.size(); ++i)
+      if (knobs_[i].name() == name) return i;
+    throw std::out_of_range("search space has no knob named '" + std::string(name) + "'");
+  }
+
+  /// Size of the Cartesian product of the knobs (valid or not).
+  std::uint64_t product_size() const noexcept { return knobs_.empty() ? 0 : product_; }
+
+  /// The config's flat index. Throws std::invalid_argument on a malformed config.
+  std::uint64_t to_index(const Config& c) const {
+    check_shape(c);
+    std::uint64_t idx = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) idx += c[i] * strides_[i];
+    return idx;
+  }
+
+  /// The config at a flat index. Throws std::out_of_range past the product.
+  Config from_index(std::uint64_t idx) const {
+    if (idx >= product_size())
+      throw std::out_of_range("flat index " + std::to_string(idx) + " outside a product of " +
+                              std::to_string(product_size()));
+    Config c(knobs_.size());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      c[i] = static_cast<std::uint32_t>(idx / strides_[i]);
+      idx %= strides_[i];
+    }
+    return c;
+  }
+
+  /// Read access to a config's values by name.
+  ConfigView view(const Config& c) const { return ConfigView(knobs_, constants_, c, to_index(c)); }
+
+  /// Whether the config is well formed and satisfies every constraint.
+  bool is_valid(const Config& c) const {
+    if (c.size() != knobs_.size()) return false;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c[i] >= knobs_[i].size()) return false;
+    return satisfies(c, to_index(c));
+  }
+
+  /// A uniformly random valid config (rejection sampling over the product, exact uniformity
+  /// without enumerating; a space whose constraints reject almost everything is enumerated once
+  /// when small enough). Throws std::runtime_error naming the constraints when none is valid.
+  Config sample(Rng& rng) const {
+    if (knobs_.empty()) throw std::logic_error("cannot sample a search space without knobs");
+    for (int attempt = 0; attempt < rejections_before_enumeration; ++attempt) {
+      Config c = from_index(uniform_index(rng, product_));
+      if (satisfies(c, to_index(c))) return c;
+    }
+    if (product_ <= enumeration_limit) {
+      const auto& valid = valid_cache();
+      if (valid.empty()) throw std::runtime_error("no configuration satisfies " + describe_constraints());
+      return from_index(valid[uniform_index(rng, valid.size())]);
+    }
+    for (std::uint64_t attempt = 0; attempt < max_rejections; ++attempt) {
+      Config c = from_index(uniform_index(rng, product_));
+      if (satisfies(c, to_index(c))) return c;
+    }
+    throw std::runtime_error("no valid configuration in " + std::to_string(max_rejections) +
+                             " random draws; the constraints may admit nothing: " +
+                             describe_constraints());
+  }
+
+  /// The valid configs that differ from `c` in one knob: +-1 step of an ordered knob (ordinal,
+  /// power-of-two, split), any other value of a boolean or categorical knob.
+  std::vector<Config> neighbours(const Config& c) const {
+    check_shape(c);
+    std::vector<Config> out;
+    Config n = c;
+    auto consider = [&](std::size_t knob, std::uint32_t value) {
+      n[knob] = value;
+      if (satisfies(n, to_index(n))) out.push_back(n);
+      n[knob] = c[knob];
+    };
+    for (std::size_t k = 0; k < knobs_.size(); ++k) {
+      const auto size = static_cast<std::uint32_t>(knobs_[k].size());
+      if (knobs_[k].ordered()) {
+        if (c[k] > 0) consider(k, c[k] - 1);
+        if (c[k] + 1 < size) consider(k, c[k] + 1);
+      } else {
+        for (std::uint32_t v = 0; v < size; ++v)
+          if (v != c[k]) consider(k, v);
+      }
+    }
+    return out;
+  }
+
+  /// The flat indices of all valid configs, ascending. Throws std::length_error when the
+  /// product exceeds `limit` (enumeration would be too slow).
+  std::vector<std::uint64_t> valid_indices(std::uint64_t limit = std::uint64_t{1} << 28) const {
+    if (product_size() > limit)
+      throw std::length_error("refusing to enumerate a product of " +
+                              std::to_string(product_size()) + " configs (limit " +
+                              std::to_string(limit) + ")");
+    if (product_size() <= enumeration_limit) return valid_cache();
+    return enumerate_valid();
+  }
+
+  /// Number of valid configs (by enumeration; see valid_indices).
+  std::uint64_t count_valid(std::uint64_t limit = std::uint64_t{1} << 28) const {
+    return valid_indices(limit).size();
+  }
+
+  /// The config as "name=value;name=value" (knobs only; values as in Knob::to_string).
+  std::string describe(const Config& c) const {
+    check_shape(c);
+    std::string s;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (i) s += ';';
+      s += knobs_[i].name();
+      s += '=';
+      s += knobs_[i].to_string(c[i]);
+    }
+    return s;
+  }
+
+  /// The constraints' descriptions joined with "; ".
+  std::string describe_constraints() const {
+    if (constraints_.empty()) return "(no constraints)";
+    std::string s;
+    for (std::size_t i = 0; i < constraints_.size(); ++i)
+      s += (i ? "; " : "") + constraints_[i].description();
+    return s;
+  }
+
+ private:
+  struct ValidCache {
+    std::once_flag once;
+    std::vector<std::uint64_t> valid;
+  };
+
+  bool satisfies(const Config& c, std::uint64_t flat) const {
+    if (constraints_.empty()) return true;
+    const ConfigView v(knobs_, constants_, c, flat);
+    for (const auto& con : constraints_)
+      if (!con(v)) return false;
+    return true;
+  }
+
+  std::vector<std::uint64_t> enumerate_valid() const {
+    std::vector<std::uint64_t> valid;
+    if (knobs_.empty()) return valid;
+    Config c(knobs_.size(), 0);
+    for (std::uint64_t idx = 0; idx < product_; ++idx) {
+      if (satisfies(c, idx)) valid.push_back(idx);
+      for (std::size_t k = c.size(); k-- > 0;) {  // odometer increment, last knob fastest
+        if (++c[k] < knobs_[k].size()) break;
+        c[k] = 0;
+      }
+    }
+    return valid;
+  }
+
+  const std::vector<std::uint64_t>& valid_cache() const {
+    std::call_once(cache_->once, [this] { cache_->valid = enumerate_valid(); });
+    return cache_->valid;
+  }
+
+  void reset_cache() { cache_ = std::make_shared<ValidCache>(); }
+
+  void check_new_name(const std::string& name) const {
+    for (const auto& k : knobs_)
+      if (k.name() == name) throw std::invalid_argument("duplicate parameter name '" + name + "'");
+    for (const auto& c : constants_)
+      if (c.name == name) throw std::invalid_argument("duplicate parameter name '" + name + "'");
+  }
+
+  void check_shape(const Config& c) const {
+    if (c.size() != knobs_.size())
+      throw std::invalid_argument("config has " + std::to_string(c.size()) +
+                                  " values for a space of " + std::to_string(knobs_.size()) +
+                                  " knobs");
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c[i] >= knobs_[i].size())
+        throw std::invalid_argument("config value index " + std::to_string(c[i]) +
+                                    " out of range for knob '" + knobs_[i].name() + "' (" +
+                                    std::to_string(knobs_[i].size()) + " values)");
+  }
+
+  std::vector<Knob> knobs_;
+  std::vector<Constant> constants_;
+  std::vector<Constraint> constraints_;
+  std::vector<std::uint64_t> strides_;
+  std::uint64_t product_ = 1;
+  std::shared_ptr<ValidCache> cache_ = std::make_shared<ValidCache>();
+};
+
+}  // namespace tunekit

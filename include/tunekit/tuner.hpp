@@ -1,0 +1,328 @@
+#pragma once
+/// \file
+/// Tuner: the single-task loop (AdaTune's Algorithm 1; AutoTVM's as a special case), with an
+/// ask/tell interface that `tune` is written on.
+
+#include "tunekit/acquisition/predicted_mean.hpp"
+#include "tunekit/concepts.hpp"
+#include "tunekit/evaluator/deterministic.hpp"
+#include "tunekit/history.hpp"
+#include "tunekit/optimizer/random_search.hpp"
+#include "tunekit/space/features.hpp"
+#include "tunekit/tuning_state.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tunekit {
+
+/// How much a tuning run may spend. Trials count distinct configs measured, failed ones
+/// included (and those resumed from a log); seconds are on the tuning clock (measurement costs,
+/// simulated for replay, plus search time).
+struct Budget {
+  std::size_t trials = 1000;
+  double seconds = std::numeric_limits<double>::infinity();
+
+  void validate() const {
+    if (trials == 0) throw std::invalid_argument("Budget: trials must be at least 1");
+    if (!(seconds > 0)) throw std::invalid_argument("Budget: seconds must be positive");
+  }
+};
+
+/// Options of a Tuner; fill with designated initialisers.
+struct TunerOptions {
+  Budget budget{};
+  /// Configs asked per round by `tune` (AutoTVM's plan_size).
+  std::size_t plan_size = 64;
+  /// Task and device names for records; `tune` takes them from the kernel's name() and
+  /// device() when these are empty.
+  std::string task;
+  std::string device;
+  /// FLOP per run, for throughput; `tune` takes it from the kernel. 0: unknown (throughput is
+  /// then runs per second).
+  double flop = 0.0;
+
+  void validate() const {
+    budget.validate();
+    if (plan_size == 0) throw std::invalid_argument("TunerOptions: plan_size must be at least 1");
+    if (!(flop >= 0) || !std::isfinite(flop))
+      throw std::invalid_argument("TunerOptions: flop must be finite and >= 0");
+  }
+};
+
+/// Why `tune` returned.
+enum class StopReason { trial_budget, time_budget, space_exhausted, callback };
+
+inline constexpr const char* to_string(StopReason r) noexcept {
+  switch (r) {
+    case StopReason::trial_budget: return "trial budget reached";
+    case StopReason::time_budget: return "time budget reached";
+    case StopReason::space_exhausted: return "search space exhausted";
+    case StopReason::callback: return "stopped by a callback";
+  }
+  return "unknown";
+}
+
+/// What `tune` returns; the full history stays in the tuner.
+struct TuneResult {
+  /// The best successful trial, if any.
+  std::optional<Trial> best;
+  std::size_t trials = 0;
+  StopReason reason = StopReason::trial_budget;
+};
+
+namespace detail {
+
+template <class C>
+void call_on_begin(C& c, const TuningState& s) {
+  if constexpr (HasOnBegin<C>) c.on_begin(s);
+}
+template <class C>
+bool call_on_measured(C& c, const TuningState& s, const Trial& t) {
+  if constexpr (HasOnMeasured<C>) {
+    if constexpr (std::is_convertible_v<decltype(c.on_measured(s, t)), bool>)
+      return c.on_measured(s, t);
+    else
+      c.on_measured(s, t);
+  }
+  return false;
+}
+template <class C>
+bool call_on_round(C& c, const TuningState& s) {
+  if constexpr (HasOnRound<C>) {
+    if constexpr (std::is_convertible_v<decltype(c.on_round(s)), bool>)
+      return c.on_round(s);
+    else
+      c.on_round(s);
+  }
+  return false;
+}
+template <class C>
+void call_on_end(C& c, const TuningState& s) {
+  if constexpr (HasOnEnd<C>) c.on_end(s);
+}
+
+}  // namespace detail
+
+/// The single-task tuning loop, one policy per template argument:
+/// - `SurrogateT`: the cost model fitted on the history every round (NoSurrogate: none);
+/// - `AcquisitionT`: scores the model's predictions;
+/// - `OptimizerT`: proposes the next configs;
+/// - `EvaluatorT`: measures a config on the kernel.
+///
+/// Use `tune(kernel, rng, callbacks...)`, or drive it yourself with `ask(n, rng)` and
+/// `tell(config, measurement)`; `tune` is exactly that loop, so both give identical runs for
+/// the same seed.
+template <class SurrogateT = NoSurrogate, class AcquisitionT = PredictedMean,
+          class OptimizerT = RandomSearch, class EvaluatorT = Deterministic>
+class Tuner {
+  static_assert(check_surrogate<SurrogateT>());
+  static_assert(check_acquisition<AcquisitionT>());
+  static_assert(check_optimizer<OptimizerT>());
+  static_assert(check_evaluator<EvaluatorT>());
+
+ public:
+  using Surrogate = SurrogateT;
+  using Acquisition = AcquisitionT;
+  using Optimizer = OptimizerT;
+  using Evaluator = EvaluatorT;
+
+  /// The policy objects, for those that take parameters.
+  struct Parts {
+    SurrogateT surrogate{};
+    AcquisitionT acquisition{};
+    OptimizerT optimizer{};
+    EvaluatorT evaluator{};
+  };
+
+  explicit Tuner(SearchSpace space, TunerOptions options = {}, Parts parts = {})
+      : space_(std::move(space)), options_(std::move(options)), parts_(std::move(parts)) {
+    options_.validate();
+    if (space_.dimensions() == 0) throw std::invalid_argument("Tuner: the search space has no knobs");
+  }
+
+  /// Up to n valid configs that were neither measured nor handed out before; fewer when the
+  /// optimizer finds no more. Fits the surrogate on the history first (once a config succeeded).
+  std::vector<Config> ask(std::size_t n, Rng& rng) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Config> batch;
+    if (n > 0) {
+      SearchContext ctx{space_, history_, visited_, {}, best_throughput()};
+      if constexpr (!std::is_same_v<SurrogateT, NoSurrogate>) {
+        if (history_.successes() > 0) {
+          fit_surrogate(rng);
+          ctx.score = [this](std::span<const Config> cs) { return score(cs); };
+        }
+      }
+      batch = parts_.optimizer.propose(ctx, n, rng);
+      if (batch.size() > n)
+        throw std::logic_error("optimizer proposed " + std::to_string(batch.size()) +
+                               " configs when asked for " + std::to_string(n));
+      for (const auto& c : batch) {
+        if (!space_.is_valid(c))
+          throw std::logic_error("optimizer proposed an invalid config");
+        if (!visited_.insert(space_.to_index(c)).second)
+          throw std::logic_error("optimizer proposed a visited config: " + space_.describe(c));
+      }
+    }
+    search_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return batch;
+  }
+
+  /// Records the measurement of a config (asked or not). Throws std::invalid_argument for a
+  /// config that is not valid in the space or was measured before.
+  const Trial& tell(const Config& c, Measurement m) {
+    if (!space_.is_valid(c))
+      throw std::invalid_argument("tell: config is not valid in the search space");
+    const auto idx = space_.to_index(c);
+    if (history_.contains(idx))
+      throw std::invalid_argument("tell: config already measured: " + space_.describe(c));
+    measurement_seconds_ += m.cost;
+    visited_.insert(idx);
+    history_.add(Trial{c, idx, std::move(m), tuning_seconds()});
+    return history_.trials().back();
+  }
+
+  /// Makes configs handed out by `ask` but never told proposable again.
+  void forget_pending() {
+    visited_.clear();
+    for (const auto& t : history_) visited_.insert(t.index);
+  }
+
+  /// Tunes the kernel until the budget is spent, the space is exhausted, or a callback returns
+  /// true. Continues from the current history (e.g. after resuming from a log).
+  template <class K, class... Callbacks>
+  TuneResult tune(K& kernel, Rng& rng, Callbacks&&... callbacks) {
+    static_assert(check_kernel<K>());
+    static_assert((check_callback<std::remove_cvref_t<Callbacks>>() && ...));
+    if (space_.dimensions() != kernel.space().dimensions())
+      throw std::invalid_argument("tune: the kernel's space differs from the tuner's");
+    if (options_.flop == 0.0) options_.flop = static_cast<double>(kernel.flop());
+    if constexpr (requires { kernel.name(); })
+      if (options_.task.empty()) options_.task = kernel.name();
+    if constexpr (requires { kernel.device(); })
+      if (options_.device.empty()) options_.device = kernel.device();
+
+    const auto wall0 = std::chrono::steady_clock::now();
+    std::size_t round = 0;
+    auto state = [&] {
+      return TuningState{space_,
+                         history_,
+                         options_.task,
+                         options_.device,
+                         options_.flop,
+                         options_.budget.trials,
+                         options_.budget.seconds,
+                         tuning_seconds(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
+                         round};
+    };
+    (detail::call_on_begin(callbacks, state()), ...);
+
+    TuneResult result;
+    for (;;) {
+      if (history_.size() >= options_.budget.trials) {
+        result.reason = StopReason::trial_budget;
+        break;
+      }
+      if (tuning_seconds() >= options_.budget.seconds) {
+        result.reason = StopReason::time_budget;
+        break;
+      }
+      const auto n = std::min(options_.plan_size, options_.budget.trials - history_.size());
+      const auto batch = ask(n, rng);
+      if (batch.empty()) {
+        result.reason = StopReason::space_exhausted;
+        break;
+      }
+      bool stop = false;
+      for (const auto& c : batch) {
+        const Trial& t = tell(c, parts_.evaluator.measure(kernel, c, rng));
+        [[maybe_unused]] const auto s = state();
+        stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+        if (stop || tuning_seconds() >= options_.budget.seconds) break;
+      }
+      ++round;
+      [[maybe_unused]] const auto s = state();
+      stop = (detail::call_on_round(callbacks, s) | ... | stop);
+      if (stop) {
+        result.reason = StopReason::callback;
+        break;
+      }
+    }
+    forget_pending();
+    (detail::call_on_end(callbacks, state()), ...);
+    if (const Trial* b = history_.best()) result.best = *b;
+    result.trials = history_.size();
+    return result;
+  }
+
+  const SearchSpace& space() const noexcept { return space_; }
+  const History& history() const noexcept { return history_; }
+  const TunerOptions& options() const noexcept { return options_; }
+  SurrogateT& surrogate() noexcept { return parts_.surrogate; }
+  AcquisitionT& acquisition() noexcept { return parts_.acquisition; }
+  OptimizerT& optimizer() noexcept { return parts_.optimizer; }
+  EvaluatorT& evaluator() noexcept { return parts_.evaluator; }
+
+  /// The tuning clock: measurement costs plus the time spent in `ask`.
+  double tuning_seconds() const noexcept { return measurement_seconds_ + search_seconds_; }
+  double measurement_seconds() const noexcept { return measurement_seconds_; }
+  double search_seconds() const noexcept { return search_seconds_; }
+
+  /// Best measured throughput (FLOP/s; runs/s when FLOP is unknown), 0 when nothing succeeded.
+  double best_throughput() const noexcept {
+    const Trial* b = history_.best();
+    return b ? b->measurement.throughput(flop_or_one()) : 0.0;
+  }
+
+ private:
+  double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
+
+  // Fits the surrogate on every trial: throughput in GFLOPS, 0 for failures.
+  void fit_surrogate(Rng& rng) {
+    std::vector<Config> configs;
+    configs.reserve(history_.size());
+    Eigen::VectorXd y(static_cast<Eigen::Index>(history_.size()));
+    for (std::size_t i = 0; i < history_.size(); ++i) {
+      configs.push_back(history_[i].config);
+      y[static_cast<Eigen::Index>(i)] = history_[i].measurement.throughput(flop_or_one()) / 1e9;
+    }
+    parts_.surrogate.fit(feature_matrix(space_, configs), y, rng);
+  }
+
+  std::vector<double> score(std::span<const Config> cs) const {
+    const Eigen::MatrixXd x = feature_matrix(space_, cs);
+    Eigen::VectorXd mean, sd;
+    if constexpr (UncertainSurrogate<SurrogateT>) {
+      parts_.surrogate.predict(x, mean, sd);
+    } else {
+      mean = parts_.surrogate.predict(x);
+      sd = Eigen::VectorXd::Zero(mean.size());
+    }
+    const double best = best_throughput() / 1e9;
+    std::vector<double> out(cs.size());
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      out[i] = parts_.acquisition.score(mean[static_cast<Eigen::Index>(i)],
+                                        sd[static_cast<Eigen::Index>(i)], best);
+    return out;
+  }
+
+  SearchSpace space_;
+  TunerOptions options_;
+  Parts parts_;
+  History history_;
+  std::unordered_set<std::uint64_t> visited_;
+  double measurement_seconds_ = 0.0;
+  double search_seconds_ = 0.0;
+};
+
+}  // namespace tunekit

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tunekit needs to build, test and run its tools. Run as root (or
+# with sudo available). Does nothing when everything is installed already.
+set -euo pipefail
+packages=(
+  g++ make cmake ninja-build      # toolchain
+  libeigen3-dev                   # Eigen: matrices for the surrogates
+  libboost-dev                    # Boost.Math and Boost.Random (header-only parts)
+  nlohmann-json3-dev              # tuning records (JSON lines)
+  doctest-dev                     # tests
+  libbenchmark-dev                # bench/
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+sudo=()
+[[ $(id -u) -eq 0 ]] || sudo=(sudo)
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,230 @@
+// tunekit-replay: replays a tuner on a recorded tuning space (shared/datasets/*.csv) over many
+// seeds and reports its search efficiency (the score of shared/datasets/PEERS.md).
+
+#include <tunekit/tunekit.hpp>
+#include <tunekit/kernel/replay_score.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const usage = R"(usage: tunekit-replay --dataset FILE.csv [options]
+
+Replays a tuner on a recorded, brute-force-measured tuning space: every measurement is answered
+with the dataset's recorded samples, so the search sees real noise and real failures.
+
+options:
+  --dataset FILE.csv     recorded space (format: shared/datasets/README.md)      (required)
+  --tuner NAME           tuner preset: random, grid                               [random]
+  --budget N             distinct configs measured per run, failed ones included  [400]
+  --seeds S              runs with seeds 0 .. S-1                                 [25]
+  --flop F               FLOP per kernel run, to print GFLOPS                     [unknown]
+  --evaluator NAME       measurement policy: deterministic                        [deterministic]
+  --overhead SECONDS     simulated cost per config on top of its run times        [1.0]
+  --out trials.csv       one row per (seed, trial)
+  --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
+  --quiet                no per-seed lines
+  --help                 this text
+)";
+
+struct Args {
+  std::string dataset, tuner = "random", evaluator = "deterministic", out, summary_json;
+  std::size_t budget = 400, seeds = 25;
+  double flop = 0.0, overhead = 1.0;
+  bool quiet = false;
+};
+
+[[noreturn]] void fail(const std::string& msg) {
+  std::cerr << "tunekit-replay: " << msg << "\n(see tunekit-replay --help)\n";
+  std::exit(2);
+}
+
+std::size_t parse_count(const std::string& opt, const std::string& v) {
+  std::size_t pos = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(v, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != v.size() || x <= 0) fail(opt + " needs a positive integer, got '" + v + "'");
+  return static_cast<std::size_t>(x);
+}
+
+double parse_real(const std::string& opt, const std::string& v) {
+  std::size_t pos = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != v.size() || !(x >= 0) || !std::isfinite(x))
+    fail(opt + " needs a non-negative number, got '" + v + "'");
+  return x;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string opt = argv[i];
+    if (opt == "--help" || opt == "-h") {
+      std::cout << usage;
+      std::exit(0);
+    }
+    if (opt == "--quiet") {
+      a.quiet = true;
+      continue;
+    }
+    if (i + 1 >= argc) fail("option " + opt + " needs a value");
+    const std::string v = argv[++i];
+    if (opt == "--dataset") a.dataset = v;
+    else if (opt == "--tuner") a.tuner = v;
+    else if (opt == "--budget") a.budget = parse_count(opt, v);
+    else if (opt == "--seeds") a.seeds = parse_count(opt, v);
+    else if (opt == "--flop") a.flop = parse_real(opt, v);
+    else if (opt == "--evaluator") a.evaluator = v;
+    else if (opt == "--overhead") a.overhead = parse_real(opt, v);
+    else if (opt == "--out") a.out = v;
+    else if (opt == "--summary-json") a.summary_json = v;
+    else fail("unknown option " + opt);
+  }
+  if (a.dataset.empty()) fail("--dataset is required");
+  if (a.evaluator != "deterministic")
+    fail("unknown evaluator '" + a.evaluator + "' (available: deterministic)");
+  return a;
+}
+
+using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, std::size_t budget,
+                                                 tunekit::Rng&)>;
+
+template <class TunerT>
+RunFn runner() {
+  return [](tunekit::ReplayKernel& kernel, std::size_t budget, tunekit::Rng& rng) {
+    TunerT tuner(kernel.space(), {.budget = {.trials = budget}});
+    return tunekit::replay_trace(tuner, kernel, rng);
+  };
+}
+
+const std::map<std::string, RunFn>& tuners() {
+  static const std::map<std::string, RunFn> t = {
+      {"random", runner<tunekit::RandomSearchTuner>()},
+      {"grid", runner<tunekit::GridSearchTuner>()},
+  };
+  return t;
+}
+
+nlohmann::json median_or_null(const std::vector<double>& v) {
+  const double m = tunekit::quantile(v, 0.5);
+  return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  const auto& table = tuners();
+  const auto it = table.find(args.tuner);
+  if (it == table.end()) {
+    std::string names;
+    for (const auto& [name, fn] : table) names += (names.empty() ? "" : ", ") + name;
+    fail("unknown tuner '" + args.tuner + "' (available: " + names + ")");
+  }
+
+  try {
+    auto kernel = tunekit::ReplayKernel::from_csv(
+        args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+    const std::size_t valid = kernel.row_count();
+    std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
+              << kernel.failed_count() << " failed) of " << kernel.space().product_size()
+              << ", optimum " << kernel.optimum_ms() << " ms; tuner " << args.tuner << ", budget "
+              << args.budget << ", " << args.seeds << " seeds\n";
+
+    std::ofstream out;
+    if (!args.out.empty()) {
+      out.open(args.out);
+      if (!out) fail("cannot write " + args.out);
+      out << "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds\n";
+    }
+
+    std::vector<tunekit::ReplayTrace> traces;
+    for (std::size_t seed = 0; seed < args.seeds; ++seed) {
+      tunekit::Rng rng(seed);
+      traces.push_back(it->second(kernel, args.budget, rng));
+      const auto& t = traces.back();
+      double best_ms = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < t.trials.size(); ++i) {
+        const auto& tr = t.trials[i];
+        const double ms = tr.measurement.ok() ? tr.measurement.mean * 1e3
+                                              : std::numeric_limits<double>::infinity();
+        best_ms = std::min(best_ms, ms);
+        if (out.is_open()) {
+          char num[96];
+          std::snprintf(num, sizeof num, "%.6g,%.6g,%.3f", ms, best_ms, tr.tuning_seconds);
+          out << seed << ',' << i + 1 << ',' << kernel.space().describe(tr.config) << ','
+              << tunekit::to_string(tr.measurement.status) << ',' << num << '\n';
+        }
+      }
+      if (!args.quiet)
+        std::cerr << "  seed " << seed << ": " << t.trials.size() << " trials, final score "
+                  << tunekit::score_at(t, args.budget) << " (" << t.wall_seconds << " s)\n";
+    }
+
+    nlohmann::json summary;
+    summary["dataset"] = std::filesystem::path(args.dataset).filename().string();
+    summary["tuner"] = args.tuner;
+    summary["seeds"] = args.seeds;
+    summary["budget"] = args.budget;
+    summary["optimum_ms"] = kernel.optimum_ms();
+    nlohmann::json med = nlohmann::json::object(), p25 = nlohmann::json::object(),
+                   p75 = nlohmann::json::object();
+    std::printf("%-8s %8s %8s %8s\n", "budget", "p25", "median", "p75");
+    for (std::size_t b : tunekit::score_checkpoints(args.budget)) {
+      std::vector<double> s;
+      for (const auto& t : traces) s.push_back(tunekit::score_at(t, b));
+      const auto key = std::to_string(b);
+      med[key] = tunekit::quantile(s, 0.5);
+      p25[key] = tunekit::quantile(s, 0.25);
+      p75[key] = tunekit::quantile(s, 0.75);
+      std::printf("%-8zu %8.3f %8.3f %8.3f\n", b, p25[key].get<double>(), med[key].get<double>(),
+                  p75[key].get<double>());
+    }
+    summary["score_median"] = med;
+    summary["score_p25"] = p25;
+    summary["score_p75"] = p75;
+    std::vector<double> e95, e99;
+    double wall = 0.0;
+    for (const auto& t : traces) {
+      e95.push_back(tunekit::evals_to(t, 0.95));
+      e99.push_back(tunekit::evals_to(t, 0.99));
+      wall += t.wall_seconds;
+    }
+    summary["evals_to_95_median"] = median_or_null(e95);
+    summary["evals_to_99_median"] = median_or_null(e99);
+    summary["wall_seconds_per_run"] = wall / static_cast<double>(traces.size());
+    std::printf("evals to 0.95: %s, to 0.99: %s (median over seeds; null: not reached by half)\n",
+                summary["evals_to_95_median"].dump().c_str(),
+                summary["evals_to_99_median"].dump().c_str());
+
+    if (!args.summary_json.empty()) {
+      std::ofstream js(args.summary_json);
+      if (!js) fail("cannot write " + args.summary_json);
+      js << summary.dump(2) << '\n';
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tunekit-replay: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

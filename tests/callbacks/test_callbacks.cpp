@@ -286,7 +286,7 @@ TEST_CASE("CurveRecorder writes one CSV row per trial with the running best GFLO
   }
 }
 
-TEST_CASE("CurveRecorder without a file records in memory; an unwritable path throws") {
+TEST_CASE("CurveRecorder without a file records in memory, an unwritable path throws") {
   TableKernel k(scrambled_times(30, false));
   tunekit::RandomSearchTuner tuner(k.space(), options(20));
   tunekit::Rng rng(6);

@@ -76,7 +76,7 @@ const double inf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-TEST_CASE("Deterministic: warm-up runs are not samples; repeat samples of number runs") {
+TEST_CASE("Deterministic: warm-up runs are not samples, repeat samples of number runs") {
   ScriptedKernel k;
   // The warm-up returns absurd times (100 s); the repeats 1, 2, 3 ms per run.
   k.script = [](std::size_t call, std::size_t runs) {

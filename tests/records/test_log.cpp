@@ -207,7 +207,7 @@ TEST_CASE("log: a malformed line in the middle is a RecordError naming path:line
   }
 }
 
-TEST_CASE("log: records of other tasks are skipped; an empty task reads all") {
+TEST_CASE("log: records of other tasks are skipped, an empty task reads all") {
   TempDir dir;
   const fs::path log = dir.path / "mixed.jsonl";
   const SearchSpace s = small_space();

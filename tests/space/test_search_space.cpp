@@ -173,7 +173,7 @@ TEST_CASE("SearchSpace without knobs") {
   CHECK_THROWS_AS(s.sample(rng), std::logic_error);
 }
 
-TEST_CASE("SearchSpace products up to 2^64 - 1; a larger one throws naming the knob") {
+TEST_CASE("SearchSpace products up to 2^64 - 1, a larger one throws naming the knob") {
   SUBCASE("8 knobs of 1024 values: 2^80") {
     SearchSpace s;
     for (int i = 0; i < 6; ++i) s.add(Knob::range(numbered("k", i), 0, 1023));
@@ -220,7 +220,7 @@ TEST_CASE("SearchSpace rejects duplicate parameter names") {
   CHECK(s.constants()[0].value == 4);
 }
 
-TEST_CASE("knob_index finds a knob by name; an unknown one throws naming it") {
+TEST_CASE("knob_index finds a knob by name, an unknown one throws naming it") {
   const SearchSpace s = mixed_space();
   CHECK(s.knob_index("a") == 0);
   CHECK(s.knob_index("tile") == 3);

@@ -136,7 +136,7 @@ TEST_CASE("grid search visits the valid configs in lexicographic order") {
   for (std::size_t i = 0; i < valid.size(); ++i) CHECK(t.history()[i].index == valid[i]);
 }
 
-TEST_CASE("tell rejects configs measured before or invalid; ask never repeats") {
+TEST_CASE("tell rejects configs measured before or invalid, ask never repeats") {
   NoisyBowl k;
   tunekit::RandomSearchTuner t(k.space());
   tunekit::Rng rng(3);

@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev              # tuning records (JSON lines)
   doctest-dev                     # tests
   libbenchmark-dev                # bench/
+  libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
 )
 missing=()
 for p in "${packages[@]}"; do

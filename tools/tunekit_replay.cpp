@@ -4,6 +4,8 @@
 #include <tunekit/tunekit.hpp>
 #include <tunekit/kernel/replay_score.hpp>
 
+#include "cli.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -39,70 +41,28 @@ options:
 )";
 
 struct Args {
-  std::string dataset, tuner = "random", evaluator = "deterministic", out, summary_json;
-  std::size_t budget = 400, seeds = 25;
-  double flop = 0.0, overhead = 1.0;
-  bool quiet = false;
+  std::string dataset, tuner, evaluator, out, summary_json;
+  std::size_t budget, seeds;
+  double flop, overhead;
+  bool quiet;
 };
 
-[[noreturn]] void fail(const std::string& msg) {
-  std::cerr << "tunekit-replay: " << msg << "\n(see tunekit-replay --help)\n";
-  std::exit(2);
-}
-
-std::size_t parse_count(const std::string& opt, const std::string& v) {
-  std::size_t pos = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (pos != v.size() || x <= 0) fail(opt + " needs a positive integer, got '" + v + "'");
-  return static_cast<std::size_t>(x);
-}
-
-double parse_real(const std::string& opt, const std::string& v) {
-  std::size_t pos = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (pos != v.size() || !(x >= 0) || !std::isfinite(x))
-    fail(opt + " needs a non-negative number, got '" + v + "'");
-  return x;
-}
-
-Args parse(int argc, char** argv) {
+Args parse(tunekit::cli::CommandLine& cl) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string opt = argv[i];
-    if (opt == "--help" || opt == "-h") {
-      std::cout << usage;
-      std::exit(0);
-    }
-    if (opt == "--quiet") {
-      a.quiet = true;
-      continue;
-    }
-    if (i + 1 >= argc) fail("option " + opt + " needs a value");
-    const std::string v = argv[++i];
-    if (opt == "--dataset") a.dataset = v;
-    else if (opt == "--tuner") a.tuner = v;
-    else if (opt == "--budget") a.budget = parse_count(opt, v);
-    else if (opt == "--seeds") a.seeds = parse_count(opt, v);
-    else if (opt == "--flop") a.flop = parse_real(opt, v);
-    else if (opt == "--evaluator") a.evaluator = v;
-    else if (opt == "--overhead") a.overhead = parse_real(opt, v);
-    else if (opt == "--out") a.out = v;
-    else if (opt == "--summary-json") a.summary_json = v;
-    else fail("unknown option " + opt);
-  }
-  if (a.dataset.empty()) fail("--dataset is required");
+  a.dataset = cl.text("--dataset", "");
+  a.tuner = cl.text("--tuner", "random");
+  a.evaluator = cl.text("--evaluator", "deterministic");
+  a.out = cl.text("--out", "");
+  a.summary_json = cl.text("--summary-json", "");
+  a.budget = cl.count("--budget", 400);
+  a.seeds = cl.count("--seeds", 25);
+  a.flop = cl.real("--flop", 0.0);
+  a.overhead = cl.real("--overhead", 1.0);
+  a.quiet = cl.flag("--quiet");
+  cl.reject_unknown();
+  if (a.dataset.empty()) cl.fail("--dataset is required");
   if (a.evaluator != "deterministic")
-    fail("unknown evaluator '" + a.evaluator + "' (available: deterministic)");
+    cl.fail("unknown evaluator '" + a.evaluator + "' (available: deterministic)");
   return a;
 }
 
@@ -133,13 +93,14 @@ nlohmann::json median_or_null(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Args args = parse(argc, argv);
+  tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage);
+  const Args args = parse(cl);
   const auto& table = tuners();
   const auto it = table.find(args.tuner);
   if (it == table.end()) {
     std::string names;
     for (const auto& [name, fn] : table) names += (names.empty() ? "" : ", ") + name;
-    fail("unknown tuner '" + args.tuner + "' (available: " + names + ")");
+    cl.fail("unknown tuner '" + args.tuner + "' (available: " + names + ")");
   }
 
   try {
@@ -154,7 +115,7 @@ int main(int argc, char** argv) {
     std::ofstream out;
     if (!args.out.empty()) {
       out.open(args.out);
-      if (!out) fail("cannot write " + args.out);
+      if (!out) cl.fail("cannot write " + args.out);
       out << "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds\n";
     }
 
@@ -219,7 +180,7 @@ int main(int argc, char** argv) {
 
     if (!args.summary_json.empty()) {
       std::ofstream js(args.summary_json);
-      if (!js) fail("cannot write " + args.summary_json);
+      if (!js) cl.fail("cannot write " + args.summary_json);
       js << summary.dump(2) << '\n';
     }
   } catch (const std::exception& e) {

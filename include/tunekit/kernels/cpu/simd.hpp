@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// The host's widest float vector, for the bundled CPU kernels, through GCC/Clang vector
+/// extensions: 16 lanes with AVX-512, 8 with AVX, 4 otherwise (SSE2 on x86-64, NEON on aarch64).
+/// The width follows the compile flags: build the kernels with -march=native (the CMake option
+/// TUNEKIT_NATIVE) to get the host's widest.
+
+#include <cstddef>
+#include <cstring>
+
+namespace tunekit::cpu {
+
+#if defined(__AVX512F__)
+inline constexpr int simd_width = 16;
+#elif defined(__AVX__)
+inline constexpr int simd_width = 8;
+#else
+inline constexpr int simd_width = 4;
+#endif
+
+/// A vector of simd_width floats; arithmetic with a float scalar broadcasts it.
+typedef float vfloat __attribute__((vector_size(simd_width * sizeof(float))));
+
+/// Unaligned load and store.
+inline vfloat load(const float* p) noexcept {
+  vfloat v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, vfloat v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+/// Name of the instruction set the vectors compile to.
+inline constexpr const char* simd_name() noexcept {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX__)
+  return "avx";
+#elif defined(__aarch64__)
+  return "neon";
+#else
+  return "sse2";
+#endif
+}
+
+}  // namespace tunekit::cpu

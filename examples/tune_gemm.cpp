@@ -30,7 +30,7 @@ against OpenBLAS's cblas_sgemm and Eigen's product on the same matrices.
 options:
   --size N          M = N = K                                              [1024]
   --m M --n N --k K the three sizes separately
-  --budget T        configurations to measure                              [200]
+  --budget T        configurations to measure                              [500]
   --seconds S       stop after S seconds of tuning (measurement + search)  [150]
   --threads P       OpenMP threads (OpenBLAS and Eigen get as many)        [all cores]
   --seed X          seed of the search and of the random matrices          [1]
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "tune_gemm", usage);
   const std::size_t size = cl.count("--size", 1024);
   const std::size_t m = cl.count("--m", size), n = cl.count("--n", size), k = cl.count("--k", size);
-  const std::size_t budget = cl.count("--budget", 200);
+  const std::size_t budget = cl.count("--budget", 500);
   const double seconds = cl.real("--seconds", 150);
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
   const std::uint64_t seed = cl.count("--seed", 1);

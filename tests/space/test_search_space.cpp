@@ -577,3 +577,20 @@ TEST_CASE("Malformed configs: is_valid is false, to_index and friends throw") {
   CHECK_THROWS_WITH_AS((void)s.to_index({0, 0, 0, 6, 0}), doctest::Contains("'tile'"),
                        std::invalid_argument);
 }
+
+TEST_CASE("parse() reads what describe() writes, and names what it cannot read") {
+  tunekit::SearchSpace s;
+  s.add(tunekit::Knob::range("x", 0, 4))
+      .add(tunekit::Knob::categorical("order", {"mnk", "nmk"}))
+      .add(tunekit::Knob::split("tile", 12, 2))
+      .add(tunekit::Knob::boolean("b"));
+  for (std::uint64_t i = 0; i < s.product_size(); ++i) {
+    const auto c = s.from_index(i);
+    CHECK(s.parse(s.describe(c)) == c);
+  }
+  CHECK_THROWS_WITH_AS(s.parse("x=1;order=mnk;tile=[3,4]"), doctest::Contains("lacks knob 'b'"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(s.parse("x=9;order=mnk;tile=[3,4];b=0"), doctest::Contains("'x' has no value '9'"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(s.parse("y=1"), doctest::Contains("no knob named 'y'"), std::out_of_range);
+  CHECK_THROWS_WITH_AS(s.parse("x"), doctest::Contains("not name=value"), std::invalid_argument);
+}

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -198,6 +199,33 @@ class SearchSpace {
       s += knobs_[i].to_string(c[i]);
     }
     return s;
+  }
+
+  /// The config that `describe` wrote ("name=value;..."; every knob once, values as
+  /// Knob::to_string gives them). Throws std::invalid_argument naming an unknown knob, a missing
+  /// one, or a value the knob does not have. Validity is not checked: see is_valid.
+  Config parse(std::string_view text) const {
+    Config c(knobs_.size());
+    std::vector<bool> seen(knobs_.size(), false);
+    while (!text.empty()) {
+      const auto semi = text.find(';');
+      const std::string_view item = text.substr(0, semi);
+      text = semi == std::string_view::npos ? std::string_view{} : text.substr(semi + 1);
+      const auto eq = item.find('=');
+      if (eq == std::string_view::npos)
+        throw std::invalid_argument("config text: '" + std::string(item) + "' is not name=value");
+      const std::size_t k = knob_index(item.substr(0, eq));
+      const std::string value(item.substr(eq + 1));
+      std::size_t v = 0;
+      while (v < knobs_[k].size() && knobs_[k].to_string(v) != value) ++v;
+      if (v == knobs_[k].size())
+        throw std::invalid_argument("knob '" + knobs_[k].name() + "' has no value '" + value + "'");
+      c[k] = static_cast<std::uint32_t>(v);
+      seen[k] = true;
+    }
+    for (std::size_t k = 0; k < knobs_.size(); ++k)
+      if (!seen[k]) throw std::invalid_argument("config text lacks knob '" + knobs_[k].name() + "'");
+    return c;
   }
 
   /// The constraints' descriptions joined with "; ".

@@ -40,6 +40,13 @@
 #include <utility>
 #include <vector>
 
+// GCC 12 reports false -Wmaybe-uninitialized warnings inside Eigen's AVX-512 reductions and
+// GEMM kernel (-march=native); silence them for the code of this header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace tunekit {
 
 /// How features are quantised for tree building.
@@ -380,3 +387,7 @@ class RegressionTree {
 };
 
 }  // namespace tunekit
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -26,5 +26,8 @@
 #include "tunekit/space/features.hpp"
 #include "tunekit/space/knob.hpp"
 #include "tunekit/space/search_space.hpp"
+#include "tunekit/surrogate/cart.hpp"
+#include "tunekit/surrogate/gradient_boosted_trees.hpp"
+#include "tunekit/surrogate/random_forest.hpp"
 #include "tunekit/tuner.hpp"
 #include "tunekit/tuning_state.hpp"

@@ -10,6 +10,7 @@ packages=(
   doctest-dev                     # tests
   libbenchmark-dev                # bench/
   libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
+  libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,1059 @@
+#pragma once
+/// \file
+/// A tunable OpenMP conv2d (NCHW fp32, any stride and padding, dilation 1) and the kernel that
+/// tunes it.
+///
+/// The algorithm is the direct convolution of oneDNN's and TVM's x86 schedules: every output
+/// element is a sum over `taps` = in_channels x kernel_h x kernel_w products. A register-blocked
+/// inner kernel computes a tile of `ow_tile` output positions of one row times `oc_vectors`
+/// vectors of output channels (vectorised with tunekit::cpu::vfloat over output channels); each
+/// tap is `oc_vectors` vector loads of packed weights, `ow_tile` broadcast input values and
+/// ow_tile x oc_vectors fused multiply-adds on accumulators held in registers. The taps of the
+/// inner kernel are read through an offset table, so one instantiation per tile shape (see
+/// `conv2d_tile_widths`) serves every layout, reduction order and stride.
+///
+/// Around the inner kernel: the output channels are split into blocks of `oc_tiles` tiles, the
+/// output rows into blocks of `oh_block` rows, each row into blocks of `ow_tiles` tiles, and the
+/// reduction into chunks of `ic_block` input channels; partial sums of a block stay in a
+/// per-thread accumulator in a channel-blocked (NCHW[oc]c) layout, written to the NCHW output
+/// when the block is complete. The loop order inside a block, the loops shared among the OpenMP
+/// threads and their schedule are knobs.
+///
+/// Layouts: `nchw` reads the input in place (tiles that touch the padding or the right edge read
+/// a zero-padded copy of their window instead); `nchwc` packs the input into a zero-padded,
+/// channel-blocked NCHW[in_cblock]c copy first (in_cblock 1: a zero-padded NCHW copy; for a
+/// strided 1x1 kernel without padding, only the pixels it reads), either shared among the threads
+/// or one copy per thread. Weights are always packed into [oc tile][tap][oc_vectors x simd_width]
+/// panels when a configuration is prepared (inference with pre-packed weights); input packing,
+/// when chosen, and the write of the accumulators into the NCHW output are part of every run.
+
+#include "tunekit/concepts.hpp"
+#include "tunekit/kernel/status.hpp"
+#include "tunekit/kernels/cpu/buffer.hpp"
+#include "tunekit/kernels/cpu/simd.hpp"
+#include "tunekit/space/search_space.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <new>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tunekit::cpu {
+
+/// The shape of one NCHW convolution (dilation 1, no bias), in the order of TVM's x86 workload
+/// tables: (batch, height, width, in_channels, out_channels, kernel_h, kernel_w, pad_h, pad_w,
+/// stride_h, stride_w). Padding is symmetric (pad_h rows above and below, pad_w columns left and
+/// right); fill with designated initialisers.
+struct Conv2dShape {
+  std::size_t batch = 1;
+  std::size_t height = 1;
+  std::size_t width = 1;
+  std::size_t in_channels = 1;
+  std::size_t out_channels = 1;
+  std::size_t kernel_h = 1;
+  std::size_t kernel_w = 1;
+  std::size_t pad_h = 0;
+  std::size_t pad_w = 0;
+  std::size_t stride_h = 1;
+  std::size_t stride_w = 1;
+
+  /// Output rows and columns: (height + 2 pad_h - kernel_h) / stride_h + 1, likewise for width.
+  constexpr std::size_t out_height() const noexcept {
+    return (height + 2 * pad_h - kernel_h) / stride_h + 1;
+  }
+  constexpr std::size_t out_width() const noexcept {
+    return (width + 2 * pad_w - kernel_w) / stride_w + 1;
+  }
+  /// Products summed per output element: in_channels x kernel_h x kernel_w.
+  constexpr std::size_t taps() const noexcept { return in_channels * kernel_h * kernel_w; }
+  /// FLOP per convolution: 2 N OC OH OW IC KH KW (a multiply and an add per product).
+  constexpr double flop() const noexcept {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(out_channels) *
+           static_cast<double>(out_height()) * static_cast<double>(out_width()) *
+           static_cast<double>(taps());
+  }
+  constexpr std::size_t input_size() const noexcept { return batch * in_channels * height * width; }
+  constexpr std::size_t weight_size() const noexcept { return out_channels * taps(); }
+  constexpr std::size_t output_size() const noexcept {
+    return batch * out_channels * out_height() * out_width();
+  }
+
+  /// Throws std::invalid_argument naming the bad field: every size and stride positive, the
+  /// kernel no larger than the padded input, no tensor over 2^40 elements.
+  void validate() const {
+    auto positive = [](std::size_t v, const char* field) {
+      if (v == 0) throw std::invalid_argument(std::string("Conv2dShape: ") + field + " must be positive");
+    };
+    positive(batch, "batch");
+    positive(height, "height");
+    positive(width, "width");
+    positive(in_channels, "in_channels");
+    positive(out_channels, "out_channels");
+    positive(kernel_h, "kernel_h");
+    positive(kernel_w, "kernel_w");
+    positive(stride_h, "stride_h");
+    positive(stride_w, "stride_w");
+    if (height + 2 * pad_h < kernel_h || width + 2 * pad_w < kernel_w)
+      throw std::invalid_argument("Conv2dShape: kernel larger than the padded input");
+    constexpr std::size_t limit = std::size_t{1} << 40;
+    if (input_size() > limit || weight_size() > limit || output_size() > limit)
+      throw std::invalid_argument("Conv2dShape: tensors over 2^40 elements");
+  }
+
+  /// "n1_c64_h56_w56_k64_r3x3_p1x1_s1x1": batch, in channels, height, width, out channels,
+  /// kernel, padding, stride.
+  std::string to_string() const {
+    auto s = [](std::size_t v) { return std::to_string(v); };
+    return "n" + s(batch) + "_c" + s(in_channels) + "_h" + s(height) + "_w" + s(width) + "_k" +
+           s(out_channels) + "_r" + s(kernel_h) + "x" + s(kernel_w) + "_p" + s(pad_h) + "x" +
+           s(pad_w) + "_s" + s(stride_h) + "x" + s(stride_w);
+  }
+
+  friend constexpr bool operator==(const Conv2dShape&, const Conv2dShape&) = default;
+};
+
+/// The input layout the convolution reads.
+enum class Conv2dLayout {
+  nchw,  ///< the NCHW input in place; edge tiles read a zero-padded copy of their window
+  nchwc  ///< a zero-padded NCHW[in_cblock]c copy, packed at the start of every run
+};
+
+/// Who packs the input of the nchwc layout.
+enum class Conv2dPacking {
+  shared,     ///< the threads share the packing of one copy (its parts move between cores)
+  per_thread  ///< each thread packs a whole copy of its own (no data moves between cores)
+};
+
+/// The order of the taps inside one chunk of input channels (and of the packed weights).
+enum class Conv2dReduction {
+  ic_kh_kw,  ///< channel, then kernel row, then kernel column (innermost)
+  kh_kw_ic   ///< kernel row, then kernel column, then channel (innermost)
+};
+
+/// The order of the loops inside one block of work: over the chunks of input channels (ic), the
+/// output-channel tiles (oc) and the tiles of output positions (ow, with the block's rows
+/// outside them).
+enum class Conv2dLoopOrder { ic_oc_ow, ic_ow_oc, oc_ic_ow };
+
+/// The loops whose blocks are shared among the OpenMP threads (the batch always is); the others
+/// run inside each shared iteration.
+enum class Conv2dParallel {
+  oc,     ///< output-channel blocks
+  oh,     ///< output-row blocks
+  oc_oh,  ///< both, collapsed, output-channel blocks outer
+  oh_oc   ///< both, collapsed, output-row blocks outer
+};
+
+/// The output widths of the instantiated inner kernels; each is instantiated for 1 to
+/// `conv2d_max_oc_vectors` vectors of output channels where the tile fits 32 vector registers.
+inline constexpr std::array<int, 14> conv2d_tile_widths{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 28};
+inline constexpr int conv2d_max_oc_vectors = 4;
+
+/// Vector registers of the target: 32 with AVX-512 and on aarch64, 16 otherwise.
+#if defined(__AVX512F__) || defined(__aarch64__)
+inline constexpr int vector_registers = 32;
+#else
+inline constexpr int vector_registers = 16;
+#endif
+
+/// Registers an inner-kernel tile needs: its accumulators, a vector of weights per output-channel
+/// vector and one broadcast input value.
+constexpr int conv2d_tile_registers(int ow_tile, int oc_vectors) noexcept {
+  return ow_tile * oc_vectors + oc_vectors + 1;
+}
+
+/// Whether an inner kernel of this shape is instantiated.
+constexpr bool is_conv2d_tile(int ow_tile, int oc_vectors) noexcept {
+  if (oc_vectors < 1 || oc_vectors > conv2d_max_oc_vectors) return false;
+  if (conv2d_tile_registers(ow_tile, oc_vectors) > 32) return false;
+  for (int w : conv2d_tile_widths)
+    if (w == ow_tile) return true;
+  return false;
+}
+
+/// One configuration of the convolution; conv2d_params() decodes a config of conv2d_space().
+struct Conv2dParams {
+  Conv2dLayout layout = Conv2dLayout::nchwc;
+  /// Channels per block of the packed input (nchwc only; 1 for nchw): 1, 2, 4, 8 or 16.
+  int in_cblock = 16;
+  /// Who packs the input (nchwc only; shared for nchw).
+  Conv2dPacking packing = Conv2dPacking::shared;
+  /// Inner-kernel tile: output-channel vectors of simd_width lanes, and output positions.
+  int oc_vectors = 2;
+  int ow_tile = 7;
+  /// Blocks of work: output-channel tiles per block, output-position tiles per block (along a
+  /// row), output rows per block.
+  int oc_tiles = 1;
+  int ow_tiles = 1;
+  int oh_block = 1;
+  /// Input channels per chunk of the reduction.
+  int ic_block = 64;
+  Conv2dReduction reduction = Conv2dReduction::kh_kw_ic;
+  Conv2dLoopOrder loop_order = Conv2dLoopOrder::ic_ow_oc;
+  Conv2dParallel parallel = Conv2dParallel::oc_oh;
+  /// OpenMP schedule of the shared loop.
+  omp_sched_t schedule = omp_sched_static;
+
+  /// Throws std::invalid_argument naming the bad field.
+  void validate() const {
+    if (layout == Conv2dLayout::nchw && in_cblock != 1)
+      throw std::invalid_argument("Conv2dParams: in_cblock must be 1 for the nchw layout");
+    if (layout == Conv2dLayout::nchw && packing != Conv2dPacking::shared)
+      throw std::invalid_argument("Conv2dParams: the nchw layout packs nothing (packing must be shared)");
+    if (in_cblock < 1 || in_cblock > 16 || (in_cblock & (in_cblock - 1)) != 0)
+      throw std::invalid_argument("Conv2dParams: in_cblock must be 1, 2, 4, 8 or 16");
+    if (!is_conv2d_tile(ow_tile, oc_vectors))
+      throw std::invalid_argument("Conv2dParams: no inner kernel of " + std::to_string(ow_tile) +
+                                  " positions x " + std::to_string(oc_vectors) + " vectors");
+    if (oc_tiles < 1 || ow_tiles < 1 || oh_block < 1 || ic_block < 1)
+      throw std::invalid_argument("Conv2dParams: block sizes must be positive");
+  }
+};
+
+/// The straightforward reference: the convolution accumulated in double, and per output element
+/// the bound on the rounding error of any fp32 evaluation order,
+/// gamma_K * sum |w x| + 1e-30 with K = in_channels x kernel_h x kernel_w taps,
+/// gamma_K = K u / (1 - K u), u = 2^-24 (Higham, Accuracy and Stability, eq. 3.5; the bound holds
+/// for any order of summation and for fused multiply-adds). Input NCHW, weights OIHW.
+inline void conv2d_reference(const Conv2dShape& s, const float* input, const float* weights,
+                             std::vector<double>& out, std::vector<double>& bound, int threads = 1) {
+  s.validate();
+  const std::size_t OH = s.out_height(), OW = s.out_width(), H = s.height, W = s.width;
+  out.assign(s.output_size(), 0.0);
+  bound.assign(s.output_size(), 0.0);
+  const double u = std::ldexp(1.0, -24), ku = static_cast<double>(s.taps()) * u;
+  const double gamma = ku / (1.0 - ku);
+  const auto planes = static_cast<std::ptrdiff_t>(s.batch * s.out_channels);
+#pragma omp parallel for schedule(dynamic) num_threads(std::max(threads, 1))
+  for (std::ptrdiff_t plane = 0; plane < planes; ++plane) {
+    const auto n = static_cast<std::size_t>(plane) / s.out_channels;
+    const auto oc = static_cast<std::size_t>(plane) % s.out_channels;
+    double* o = out.data() + static_cast<std::size_t>(plane) * OH * OW;
+    double* b = bound.data() + static_cast<std::size_t>(plane) * OH * OW;
+    for (std::size_t ic = 0; ic < s.in_channels; ++ic) {
+      const float* x = input + (n * s.in_channels + ic) * H * W;
+      for (std::size_t r = 0; r < s.kernel_h; ++r)
+        for (std::size_t c = 0; c < s.kernel_w; ++c) {
+          const double w = weights[((oc * s.in_channels + ic) * s.kernel_h + r) * s.kernel_w + c];
+          for (std::size_t oh = 0; oh < OH; ++oh) {
+            // Input row ih = oh * stride_h + r - pad_h, column iw = ow * stride_w + c - pad_w.
+            const std::size_t ih_padded = oh * s.stride_h + r;
+            if (ih_padded < s.pad_h || ih_padded - s.pad_h >= H) continue;
+            const float* xr = x + (ih_padded - s.pad_h) * W;
+            for (std::size_t ow = 0; ow < OW; ++ow) {
+              const std::size_t iw_padded = ow * s.stride_w + c;
+              if (iw_padded < s.pad_w || iw_padded - s.pad_w >= W) continue;
+              const double p = w * static_cast<double>(xr[iw_padded - s.pad_w]);
+              o[oh * OW + ow] += p;
+              b[oh * OW + ow] += std::abs(p);
+            }
+          }
+        }
+    }
+    for (std::size_t i = 0; i < OH * OW; ++i) b[i] = gamma * b[i] + 1e-30;
+  }
+}
+
+namespace detail {
+
+/// The inner kernel: P output positions x V vectors of output channels, over `taps` taps. Tap t
+/// reads the input values in[off[t] + p * ps] (p < P) and the weight vectors w[t * V * W + v * W]
+/// (V x simd_width output channels); the tile's accumulators are acc[p * V * W + v * W], loaded
+/// first when `accumulate`, else zero.
+template <int P, int V>
+void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::size_t taps,
+                 std::ptrdiff_t ps, float* acc, bool accumulate) {
+  constexpr int W = simd_width;
+  constexpr int OCW = V * W;
+  vfloat a[P][V];
+  if (accumulate) {
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] = load(acc + p * OCW + v * W);
+  } else {
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] = vfloat{};
+  }
+  for (std::size_t t = 0; t < taps; ++t, w += OCW) {
+    const float* x = in + off[t];
+    vfloat wv[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) wv[v] = load(w + v * W);
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p) {
+      const float xp = x[p * ps];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] += xp * wv[v];
+    }
+  }
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) store(acc + p * OCW + v * W, a[p][v]);
+}
+
+using Conv2dTileFn = void (*)(const float*, const std::int32_t*, const float*, std::size_t,
+                              std::ptrdiff_t, float*, bool);
+
+template <int P, int V>
+constexpr Conv2dTileFn conv2d_tile_or_null() {
+  if constexpr (is_conv2d_tile(P, V))
+    return &conv2d_tile<P, V>;
+  else
+    return nullptr;
+}
+
+template <std::size_t... I>
+constexpr auto conv2d_tile_table(std::index_sequence<I...>) {
+  return std::array<Conv2dTileFn, sizeof...(I)>{
+      conv2d_tile_or_null<conv2d_tile_widths[I / conv2d_max_oc_vectors],
+                          static_cast<int>(I % conv2d_max_oc_vectors) + 1>()...};
+}
+
+/// Every instantiated inner kernel, indexed by (position of ow_tile in conv2d_tile_widths) x
+/// conv2d_max_oc_vectors + oc_vectors - 1; null where a shape is not instantiated.
+inline constexpr auto conv2d_tiles = conv2d_tile_table(
+    std::make_index_sequence<conv2d_tile_widths.size() * conv2d_max_oc_vectors>());
+
+inline Conv2dTileFn find_conv2d_tile(int ow_tile, int oc_vectors) {
+  for (std::size_t i = 0; i < conv2d_tile_widths.size(); ++i)
+    if (conv2d_tile_widths[i] == ow_tile && oc_vectors >= 1 && oc_vectors <= conv2d_max_oc_vectors)
+      return conv2d_tiles[i * conv2d_max_oc_vectors + static_cast<std::size_t>(oc_vectors - 1)];
+  return nullptr;
+}
+
+/// A vector of simd_width 32-bit integers: the lane indices of a shuffle.
+typedef std::int32_t vint32 __attribute__((vector_size(simd_width * sizeof(std::int32_t))));
+
+/// One butterfly of a transposition: of the rows a = r[i] and b = r[i + H] (bit H of i clear),
+/// the lanes j with bit H set of a take b's lanes j - H (Low), and the lanes j with bit H clear
+/// of b take a's lanes j + H (High).
+template <int H, bool High, std::size_t... J>
+inline vfloat butterfly(vfloat a, vfloat b, std::index_sequence<J...>) noexcept {
+  constexpr int W = simd_width;
+#if defined(__clang__)
+  if constexpr (!High)
+    return __builtin_shufflevector(a, b, ((static_cast<int>(J) & H) ? W + static_cast<int>(J) - H : static_cast<int>(J))...);
+  else
+    return __builtin_shufflevector(a, b, ((static_cast<int>(J) & H) ? W + static_cast<int>(J) : static_cast<int>(J) + H)...);
+#else
+  if constexpr (!High)
+    return __builtin_shuffle(a, b, vint32{((static_cast<int>(J) & H) ? W + static_cast<int>(J) - H : static_cast<int>(J))...});
+  else
+    return __builtin_shuffle(a, b, vint32{((static_cast<int>(J) & H) ? W + static_cast<int>(J) : static_cast<int>(J) + H)...});
+#endif
+}
+
+/// The even lanes of a followed by the even lanes of b.
+template <std::size_t... J>
+inline vfloat even_lanes(vfloat a, vfloat b, std::index_sequence<J...>) noexcept {
+#if defined(__clang__)
+  return __builtin_shufflevector(a, b, (2 * static_cast<int>(J))...);
+#else
+  return __builtin_shuffle(a, b, vint32{(2 * static_cast<int>(J))...});
+#endif
+}
+
+/// Transposes the simd_width x simd_width matrix whose rows are r[0..simd_width): log2(W)
+/// stages of W/2 butterflies (W log2 W two-source shuffles, 64 for 16 lanes).
+template <int H = simd_width / 2>
+inline void transpose(vfloat (&r)[simd_width]) noexcept {
+  if constexpr (H >= 1) {
+#pragma GCC unroll 16
+    for (int i = 0; i < simd_width; ++i)
+      if ((i & H) == 0) {
+        const vfloat a = r[i], b = r[i + H];
+        r[i] = butterfly<H, false>(a, b, std::make_index_sequence<simd_width>());
+        r[i + H] = butterfly<H, true>(a, b, std::make_index_sequence<simd_width>());
+      }
+    transpose<H / 2>(r);
+  }
+}
+
+/// Copies a block of a channel-blocked accumulator (`rows` rows of [position][OCW], row stride
+/// `acc_row_stride`) into NCHW: `channels` channels of `positions` positions per row. A block of
+/// whole output rows is one contiguous run per channel. Runs go in transposed simd_width x
+/// simd_width blocks; the last block of a run overlaps the one before it (rewriting equal values)
+/// rather than running past the run; runs shorter than simd_width and odd channels go element
+/// by element.
+template <int OCW>
+void conv2d_write_block(const float* acc, std::size_t acc_row_stride, std::size_t rows,
+                        std::size_t channels, std::size_t positions, float* out,
+                        std::size_t out_channel_stride, std::size_t out_row_stride) {
+  constexpr std::size_t W = simd_width;
+  const bool whole_rows = positions == out_row_stride;
+  const std::size_t runs = whole_rows ? 1 : rows, length = whole_rows ? rows * positions : positions;
+  const std::size_t whole_channels = channels / W * W;
+  for (std::size_t run = 0; run < runs; ++run) {
+    const std::size_t first = run * positions;  // flattened (row, position) index of the run
+    float* dst = out + run * out_row_stride;
+    auto source = [&](std::size_t f) {  // accumulator of flattened position first + f
+      const std::size_t g = first + f;
+      return acc + g / positions * acc_row_stride + g % positions * OCW;
+    };
+    for (std::size_t c0 = 0; c0 < whole_channels; c0 += W) {
+      if (length >= W) {
+        for (std::size_t g0 = 0; g0 < length; g0 += W) {
+          const std::size_t p0 = std::min(g0, length - W);
+          vfloat v[simd_width];
+          std::size_t r = (first + p0) / positions, p = (first + p0) % positions;
+          for (std::size_t q = 0; q < W; ++q) {
+            v[q] = load(acc + r * acc_row_stride + p * OCW + c0);
+            if (++p == positions) p = 0, ++r;
+          }
+          transpose(v);
+          for (std::size_t i = 0; i < W; ++i) store(dst + (c0 + i) * out_channel_stride + p0, v[i]);
+        }
+      } else {
+        vfloat v[simd_width];
+        for (std::size_t q = 0; q < W; ++q) v[q] = q < length ? load(source(q) + c0) : vfloat{};
+        transpose(v);
+        alignas(64) float t[simd_width][simd_width];
+        for (std::size_t i = 0; i < W; ++i) store(t[i], v[i]);
+        for (std::size_t i = 0; i < W; ++i)
+          for (std::size_t q = 0; q < length; ++q) dst[(c0 + i) * out_channel_stride + q] = t[i][q];
+      }
+    }
+    for (std::size_t c = whole_channels; c < channels; ++c)
+      for (std::size_t q = 0; q < length; ++q) dst[c * out_channel_stride + q] = source(q)[c];
+  }
+}
+
+}  // namespace detail
+
+/// A configuration of the convolution made ready to run on one shape: weights packed, offset
+/// tables computed, packed-input and per-thread buffers allocated. Calling it computes the
+/// convolution of an NCHW input into an NCHW output; it allocates nothing.
+class Conv2dPlan {
+ public:
+  /// Packs `weights` (OIHW) for the configuration. Throws std::invalid_argument for bad
+  /// parameters or a shape whose offsets do not fit 32 bits, std::bad_alloc when out of memory.
+  Conv2dPlan(const Conv2dShape& shape, const Conv2dParams& params, const float* weights, int threads)
+      : s_(shape), p_(params), threads_(threads) {
+    s_.validate();
+    p_.validate();
+    if (threads < 1) throw std::invalid_argument("Conv2dPlan: threads must be at least 1");
+    tile_ = detail::find_conv2d_tile(p_.ow_tile, p_.oc_vectors);
+    if (!tile_) throw std::invalid_argument("Conv2dPlan: no inner kernel for this tile");
+
+    oh_ = s_.out_height();
+    ow_ = s_.out_width();
+    ocw_ = static_cast<std::size_t>(p_.oc_vectors * simd_width);
+    P_ = static_cast<std::size_t>(p_.ow_tile);
+    oc_tiles_total_ = (s_.out_channels + ocw_ - 1) / ocw_;
+    ow_tiles_total_ = (ow_ + P_ - 1) / P_;
+    oc_tiles_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oc_tiles), oc_tiles_total_);
+    ow_tiles_ = std::min<std::size_t>(static_cast<std::size_t>(p_.ow_tiles), ow_tiles_total_);
+    oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
+    ic_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.ic_block), s_.in_channels);
+    oc_blocks_ = (oc_tiles_total_ + oc_tiles_ - 1) / oc_tiles_;
+    ow_blocks_ = (ow_tiles_total_ + ow_tiles_ - 1) / ow_tiles_;
+    oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
+    span_ = (P_ - 1) * s_.stride_w + s_.kernel_w;
+    cb_ = static_cast<std::size_t>(p_.in_cblock);
+    nchwc_ = p_.layout == Conv2dLayout::nchwc;
+
+    // The packed input: rows and columns of zero padding around the image, and on the right as
+    // many columns as the last tile of a row reads.
+    if (nchwc_) {
+      cblocks_ = (s_.in_channels + cb_ - 1) / cb_;
+      // A strided 1x1 kernel without padding reads only every stride-th row and column: the copy
+      // holds just those (it is then a stride-1 convolution of the copy).
+      subsampled_ = s_.kernel_h == 1 && s_.kernel_w == 1 && s_.pad_h == 0 && s_.pad_w == 0 &&
+                    (s_.stride_h > 1 || s_.stride_w > 1);
+      packed_stride_h_ = subsampled_ ? 1 : s_.stride_h;
+      packed_stride_w_ = subsampled_ ? 1 : s_.stride_w;
+      packed_rows_ = subsampled_ ? oh_ : s_.height;
+      hp_ = subsampled_ ? oh_ : s_.height + 2 * s_.pad_h;
+      wp_ = std::max(subsampled_ ? ow_ : s_.width + 2 * s_.pad_w,
+                     (ow_tiles_total_ * P_ - 1) * packed_stride_w_ + s_.kernel_w);
+      packed_size_ = (s_.batch * cblocks_ * hp_ * wp_ * cb_ + 15) / 16 * 16;
+      check_offset(packed_size_);
+      per_thread_copy_ = p_.packing == Conv2dPacking::per_thread;
+      packed_input_ = AlignedBuffer(packed_size_ * (per_thread_copy_ ? static_cast<std::size_t>(threads_) : 1));
+      std::fill(packed_input_.data(), packed_input_.data() + packed_input_.size(), 0.0f);
+    } else {
+      check_offset(s_.input_size());
+    }
+    build_taps();
+    pack_weights(weights);
+
+    acc_size_ = oc_tiles_ * oh_block_ * ow_tiles_ * P_ * ocw_;
+    window_size_ = nchwc_ ? 0 : ic_block_ * s_.kernel_h * span_;
+    per_thread_ = (acc_size_ + window_size_ + 15) / 16 * 16;
+    scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
+    row_interior_.resize(oh_);
+    for (std::size_t oh = 0; oh < oh_; ++oh)
+      row_interior_[oh] = oh * s_.stride_h >= s_.pad_h &&
+                          oh * s_.stride_h - s_.pad_h + s_.kernel_h <= s_.height;
+    tile_interior_.resize(ow_tiles_total_);
+    for (std::size_t t = 0; t < ow_tiles_total_; ++t) {
+      const std::size_t iw = t * P_ * s_.stride_w;
+      tile_interior_[t] = iw >= s_.pad_w && iw - s_.pad_w + span_ <= s_.width;
+    }
+  }
+
+  const Conv2dShape& shape() const noexcept { return s_; }
+  const Conv2dParams& params() const noexcept { return p_; }
+  int threads() const noexcept { return threads_; }
+
+  /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.
+  void operator()(const float* input, float* output) {
+    omp_set_schedule(p_.schedule, 0);
+#pragma omp parallel num_threads(threads_)
+    {
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+      const float* in = input;
+      if (nchwc_ && per_thread_copy_) {
+        float* copy = packed_input_.data() + thread * packed_size_;
+        for (std::size_t row = 0; row < s_.batch * cblocks_ * packed_rows_; ++row) pack_row(input, copy, row);
+        in = copy;
+      } else if (nchwc_) {
+        const auto rows = static_cast<std::ptrdiff_t>(s_.batch * cblocks_ * packed_rows_);
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t row = 0; row < rows; ++row)
+          pack_row(input, packed_input_.data(), static_cast<std::size_t>(row));
+        in = packed_input_.data();  // complete after the barrier that ends the loop
+      }
+      Scratch sc{scratch_.data() + per_thread_ * thread};
+      sc.window = sc.acc + acc_size_;
+      const auto N = s_.batch;
+      switch (p_.parallel) {
+        case Conv2dParallel::oc: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oc_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            for (std::size_t hb = 0; hb < oh_blocks_; ++hb)
+              for (std::size_t wb = 0; wb < ow_blocks_; ++wb)
+                block(sc, in, output, u / oc_blocks_, u % oc_blocks_, hb, wb);
+          }
+          break;
+        }
+        case Conv2dParallel::oh: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oh_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            for (std::size_t wb = 0; wb < ow_blocks_; ++wb)
+              for (std::size_t cb = 0; cb < oc_blocks_; ++cb)
+                block(sc, in, output, u / oh_blocks_, cb, u % oh_blocks_, wb);
+          }
+          break;
+        }
+        case Conv2dParallel::oc_oh: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oc_blocks_ * oh_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            const std::size_t n = u / (oc_blocks_ * oh_blocks_), r = u % (oc_blocks_ * oh_blocks_);
+            for (std::size_t wb = 0; wb < ow_blocks_; ++wb)
+              block(sc, in, output, n, r / oh_blocks_, r % oh_blocks_, wb);
+          }
+          break;
+        }
+        case Conv2dParallel::oh_oc: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oh_blocks_ * oc_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            const std::size_t n = u / (oc_blocks_ * oh_blocks_), r = u % (oc_blocks_ * oh_blocks_);
+            for (std::size_t wb = 0; wb < ow_blocks_; ++wb)
+              block(sc, in, output, n, r % oc_blocks_, r / oc_blocks_, wb);
+          }
+          break;
+        }
+      }
+    }
+  }
+
+ private:
+  struct Scratch {
+    float* acc;
+    float* window = nullptr;
+    // The window in `window`: batch, chunk, row and tile it holds (none at first).
+    std::size_t key[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  };
+
+  static void check_offset(std::size_t n) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw std::invalid_argument("Conv2dPlan: input too large for 32-bit tap offsets");
+  }
+
+  // The taps in reduction order, chunk by chunk: their input offsets in the input (nchw: in
+  // place; nchwc: the packed copy), in a window copy (nchw), and their channel, row, column.
+  void build_taps() {
+    const std::size_t IC = s_.in_channels, KH = s_.kernel_h, KW = s_.kernel_w;
+    const std::size_t chunks = (IC + ic_block_ - 1) / ic_block_;
+    chunk_begin_.assign(chunks + 1, 0);
+    std::vector<std::array<std::size_t, 3>> taps;  // (channel, row, column)
+    taps.reserve(s_.taps());
+    for (std::size_t j = 0; j < chunks; ++j) {
+      chunk_begin_[j] = taps.size();
+      const std::size_t c0 = j * ic_block_, c1 = std::min(IC, c0 + ic_block_);
+      if (p_.reduction == Conv2dReduction::ic_kh_kw) {
+        for (std::size_t c = c0; c < c1; ++c)
+          for (std::size_t r = 0; r < KH; ++r)
+            for (std::size_t k = 0; k < KW; ++k) taps.push_back({c, r, k});
+      } else {
+        for (std::size_t r = 0; r < KH; ++r)
+          for (std::size_t k = 0; k < KW; ++k)
+            for (std::size_t c = c0; c < c1; ++c) taps.push_back({c, r, k});
+      }
+    }
+    chunk_begin_[chunks] = taps.size();
+    taps_ = taps;
+    offset_.resize(taps.size());
+    window_offset_.resize(taps.size());
+    for (std::size_t t = 0; t < taps.size(); ++t) {
+      const auto [c, r, k] = taps[t];
+      std::size_t o;
+      if (nchwc_)
+        o = ((c / cb_) * hp_ * wp_ + r * wp_ + k) * cb_ + c % cb_;
+      else
+        o = (c * s_.height + r) * s_.width + k;
+      offset_[t] = static_cast<std::int32_t>(o);
+      window_offset_[t] = static_cast<std::int32_t>(((c % ic_block_) * KH + r) * span_ + k);
+    }
+  }
+
+  // Weights OIHW -> [oc tile][tap in reduction order][OCW], zero past the last output channel.
+  void pack_weights(const float* weights) {
+    const std::size_t taps = taps_.size(), OC = s_.out_channels;
+    packed_weights_ = AlignedBuffer(oc_tiles_total_ * taps * ocw_);
+    for (std::size_t ot = 0; ot < oc_tiles_total_; ++ot)
+      for (std::size_t t = 0; t < taps; ++t) {
+        const auto [c, r, k] = taps_[t];
+        float* d = packed_weights_.data() + (ot * taps + t) * ocw_;
+        for (std::size_t o = 0; o < ocw_; ++o) {
+          const std::size_t oc = ot * ocw_ + o;
+          d[o] = oc < OC ? weights[((oc * s_.in_channels + c) * s_.kernel_h + r) * s_.kernel_w + k] : 0.0f;
+        }
+      }
+  }
+
+  // NCHW -> the interior of the zero-padded NCHW[cb]c copy at `packed`: one row of one channel
+  // block (u = (n * packed_rows + row) * cblocks + block, so that threads sharing the rows in
+  // order pack the rows they read when the output rows are shared the same way); a subsampled
+  // copy takes input row row * stride_h, columns 0, stride_w, 2 stride_w, ...
+  void pack_row(const float* input, float* packed, std::size_t u) const {
+    const std::size_t H = s_.height, W = s_.width, IC = s_.in_channels, cb = cb_;
+    const std::size_t blk = u % cblocks_, row = (u / cblocks_) % packed_rows_, n = u / (packed_rows_ * cblocks_);
+    const std::size_t ih = subsampled_ ? row * s_.stride_h : row;
+    float* d = packed + (((n * cblocks_ + blk) * hp_ + row + (subsampled_ ? 0 : s_.pad_h)) * wp_ +
+                         (subsampled_ ? 0 : s_.pad_w)) * cb;
+    const std::size_t c0 = blk * cb, cn = std::min(cb, IC - c0);
+    const float* src = input + ((n * IC + c0) * H + ih) * W;
+    if (subsampled_) {
+      const std::size_t sw = s_.stride_w;
+      std::size_t x = 0;
+      if (sw == 2 && cb == static_cast<std::size_t>(simd_width) && cn == cb) {
+        // simd_width columns of each channel from two vectors (their even lanes), transposed.
+        for (; (x + cb) * 2 <= W; x += cb) {
+          vfloat v[simd_width];
+          for (std::size_t c = 0; c < cb; ++c) {
+            const float* p = src + c * H * W + 2 * x;
+            v[c] = detail::even_lanes(load(p), load(p + cb), std::make_index_sequence<simd_width>());
+          }
+          detail::transpose(v);
+          for (std::size_t q = 0; q < cb; ++q) store(d + (x + q) * cb, v[q]);
+        }
+      }
+      for (std::size_t c = 0; c < cn; ++c)
+        for (std::size_t xx = x; xx < ow_; ++xx) d[xx * cb + c] = src[c * H * W + xx * sw];
+      return;
+    }
+    if (cb == 1) {
+      std::copy(src, src + W, d);
+      return;
+    }
+    std::size_t iw = 0;
+    if (cb == static_cast<std::size_t>(simd_width) && cn == cb) {
+      // Whole simd_width x simd_width blocks (channels x columns): load, transpose, store.
+      for (; iw + cb <= W; iw += cb) {
+        vfloat v[simd_width];
+        for (std::size_t c = 0; c < cb; ++c) v[c] = load(src + c * H * W + iw);
+        detail::transpose(v);
+        for (std::size_t q = 0; q < cb; ++q) store(d + (iw + q) * cb, v[q]);
+      }
+    }
+    for (std::size_t c = 0; c < cn; ++c)
+      for (std::size_t x = iw; x < W; ++x) d[x * cb + c] = src[c * H * W + x];
+  }
+
+  // Copies the input window of one tile (the channels of chunk j, kernel_h rows, span columns)
+  // into the thread's window buffer, zero outside the image.
+  void fill_window(Scratch& sc, const float* input, std::size_t n, std::size_t j, std::size_t oh,
+                   std::size_t tile) {
+    const std::size_t key[4] = {n, j, oh, tile};
+    if (std::equal(key, key + 4, sc.key)) return;
+    std::copy(key, key + 4, sc.key);
+    const std::size_t H = s_.height, W = s_.width, KH = s_.kernel_h;
+    const std::size_t c0 = j * ic_block_, c1 = std::min(s_.in_channels, c0 + ic_block_);
+    const std::size_t ih0 = oh * s_.stride_h, iw0 = tile * P_ * s_.stride_w;  // padded coordinates
+    float* d = sc.window;
+    for (std::size_t c = c0; c < c1; ++c) {
+      const float* plane = input + (n * s_.in_channels + c) * H * W;
+      for (std::size_t r = 0; r < KH; ++r, d += span_) {
+        const std::size_t ih = ih0 + r;
+        if (ih < s_.pad_h || ih - s_.pad_h >= H) {
+          std::fill(d, d + span_, 0.0f);
+          continue;
+        }
+        const float* row = plane + (ih - s_.pad_h) * W;
+        for (std::size_t x = 0; x < span_; ++x) {
+          const std::size_t iw = iw0 + x;
+          d[x] = iw < s_.pad_w || iw - s_.pad_w >= W ? 0.0f : row[iw - s_.pad_w];
+        }
+      }
+    }
+  }
+
+  // One inner-kernel call: chunk j of the taps, output-channel tile `ot`, output row `oh`,
+  // position tile `tile`, into the accumulator tile `acc`.
+  void tile(Scratch& sc, const float* in, std::size_t n, std::size_t j, std::size_t ot,
+            std::size_t oh, std::size_t tile, float* acc) {
+    const std::size_t t0 = chunk_begin_[j], taps = chunk_begin_[j + 1] - t0;
+    const float* w = packed_weights_.data() + (ot * taps_.size() + t0) * ocw_;
+    const std::size_t ow0 = tile * P_;
+    if (nchwc_) {
+      const float* base = in + (((n * cblocks_) * hp_ + oh * packed_stride_h_) * wp_ + ow0 * packed_stride_w_) * cb_;
+      tile_(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
+    } else if (row_interior_[oh] && tile_interior_[tile]) {
+      const float* base = in + (n * s_.in_channels * s_.height + oh * s_.stride_h - s_.pad_h) * s_.width +
+                          ow0 * s_.stride_w - s_.pad_w;
+      tile_(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w), acc, j > 0);
+    } else {
+      fill_window(sc, in, n, j, oh, tile);
+      tile_(sc.window, window_offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w),
+            acc, j > 0);
+    }
+  }
+
+  // One block of work: output-channel block cb, row block hb, position block wb of image n;
+  // accumulated in the thread's accumulator, then written to the output.
+  void block(Scratch& sc, const float* in, float* output, std::size_t n, std::size_t cb,
+             std::size_t hb, std::size_t wb) {
+    const std::size_t ot0 = cb * oc_tiles_, ots = std::min(oc_tiles_, oc_tiles_total_ - ot0);
+    const std::size_t oh0 = hb * oh_block_, rows = std::min(oh_block_, oh_ - oh0);
+    const std::size_t tl0 = wb * ow_tiles_, tls = std::min(ow_tiles_, ow_tiles_total_ - tl0);
+    const std::size_t chunks = chunk_begin_.size() - 1;
+    const std::size_t tile_size = P_ * ocw_, row_size = ow_tiles_ * tile_size;
+    auto acc = [&](std::size_t k, std::size_t r, std::size_t t) {
+      return sc.acc + (k * oh_block_ + r) * row_size + t * tile_size;
+    };
+    switch (p_.loop_order) {
+      case Conv2dLoopOrder::ic_oc_ow:
+        for (std::size_t j = 0; j < chunks; ++j)
+          for (std::size_t k = 0; k < ots; ++k)
+            for (std::size_t r = 0; r < rows; ++r)
+              for (std::size_t t = 0; t < tls; ++t)
+                tile(sc, in, n, j, ot0 + k, oh0 + r, tl0 + t, acc(k, r, t));
+        break;
+      case Conv2dLoopOrder::ic_ow_oc:
+        for (std::size_t j = 0; j < chunks; ++j)
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t t = 0; t < tls; ++t)
+              for (std::size_t k = 0; k < ots; ++k)
+                tile(sc, in, n, j, ot0 + k, oh0 + r, tl0 + t, acc(k, r, t));
+        break;
+      case Conv2dLoopOrder::oc_ic_ow:
+        for (std::size_t k = 0; k < ots; ++k)
+          for (std::size_t j = 0; j < chunks; ++j)
+            for (std::size_t r = 0; r < rows; ++r)
+              for (std::size_t t = 0; t < tls; ++t)
+                tile(sc, in, n, j, ot0 + k, oh0 + r, tl0 + t, acc(k, r, t));
+        break;
+    }
+    // The accumulator to NCHW: only the valid channels and positions.
+    const std::size_t OC = s_.out_channels, ow0 = tl0 * P_, positions = std::min(tls * P_, ow_ - ow0);
+    for (std::size_t k = 0; k < ots; ++k) {
+      const std::size_t oc0 = (ot0 + k) * ocw_, channels = std::min(ocw_, OC - oc0);
+      float* out = output + ((n * OC + oc0) * oh_ + oh0) * ow_ + ow0;
+      const float* a = acc(k, 0, 0);
+      switch (p_.oc_vectors) {
+        case 1: detail::conv2d_write_block<simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
+        case 2: detail::conv2d_write_block<2 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
+        case 3: detail::conv2d_write_block<3 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
+        default: detail::conv2d_write_block<4 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
+      }
+    }
+  }
+
+  Conv2dShape s_;
+  Conv2dParams p_;
+  int threads_;
+  detail::Conv2dTileFn tile_ = nullptr;
+  std::size_t oh_ = 0, ow_ = 0, ocw_ = 0, P_ = 0;
+  std::size_t oc_tiles_total_ = 0, ow_tiles_total_ = 0;
+  std::size_t oc_tiles_ = 0, ow_tiles_ = 0, oh_block_ = 0, ic_block_ = 0;
+  std::size_t oc_blocks_ = 0, ow_blocks_ = 0, oh_blocks_ = 0;
+  // The packed copy: channel block, blocks, rows and columns (padding included), its size, the
+  // input rows it holds per channel block, and the strides of the convolution over it.
+  std::size_t span_ = 0, cb_ = 1, cblocks_ = 0, hp_ = 0, wp_ = 0, packed_size_ = 0, packed_rows_ = 0;
+  std::size_t packed_stride_h_ = 1, packed_stride_w_ = 1;
+  bool nchwc_ = false, per_thread_copy_ = false, subsampled_ = false;
+  std::vector<std::size_t> chunk_begin_;
+  std::vector<std::array<std::size_t, 3>> taps_;
+  std::vector<std::int32_t> offset_, window_offset_;
+  AlignedBuffer packed_weights_, packed_input_, scratch_;
+  std::size_t acc_size_ = 0, window_size_ = 0, per_thread_ = 0;
+  std::vector<char> row_interior_, tile_interior_;
+};
+
+/// The search space of the convolution on one shape: layout, input channel block and packing, the
+/// inner-kernel tile (output positions x output-channel vectors), the blocks of output channels,
+/// positions and rows, the input-channel chunk, the reduction order, the loop order, the
+/// parallel loop and its schedule. Constraints:
+/// - the tile is instantiated and fits the target's vector registers;
+/// - nchw reads the input in place (in_cblock 1, nothing to pack);
+/// - a 1x1 kernel has one reduction order (the two coincide);
+/// - no block or tile is larger than needed: at most one value of in_cblock and of ic_block
+///   covers all input channels and one of oh_block all output rows, blocks hold no empty tile,
+///   ow_tile <= out_width;
+/// - the per-thread accumulator block is at most 512 KiB.
+/// The shape is in the space's constants (in_channels, out_channels, out_height, out_width) and
+/// so is the register count (vector_registers) and the vector width (simd_width).
+inline SearchSpace conv2d_space(const Conv2dShape& shape) {
+  shape.validate();
+  const auto IC = static_cast<std::int64_t>(shape.in_channels);
+  const auto OC = static_cast<std::int64_t>(shape.out_channels);
+  const auto OH = static_cast<std::int64_t>(shape.out_height());
+  const auto OW = static_cast<std::int64_t>(shape.out_width());
+  SearchSpace s;
+  s.add_constant("in_channels", IC).add_constant("out_channels", OC);
+  s.add_constant("out_height", OH).add_constant("out_width", OW);
+  s.add_constant("vector_registers", vector_registers).add_constant("simd_width", simd_width);
+  s.add(Knob::categorical("layout", {"nchw", "nchwc"}));
+  s.add(Knob::power_of_two("in_cblock", std::vector<std::int64_t>{1, 4, 8, 16}));
+  s.add(Knob::categorical("packing", {"shared", "per_thread"}));
+  s.add(Knob::range("oc_vectors", 1, conv2d_max_oc_vectors));
+  s.add(Knob::ordinal("ow_tile", std::vector<std::int64_t>(conv2d_tile_widths.begin(), conv2d_tile_widths.end())));
+  s.add(Knob::power_of_two("oc_tiles", 1, 8));
+  s.add(Knob::power_of_two("ow_tiles", 1, 8));
+  s.add(Knob::power_of_two("oh_block", 1, 8));
+  s.add(Knob::power_of_two("ic_block", 4, 512));
+  s.add(Knob::categorical("reduction", {"ic_kh_kw", "kh_kw_ic"}));
+  s.add(Knob::categorical("loop_order", {"ic_oc_ow", "ic_ow_oc", "oc_ic_ow"}));
+  s.add(Knob::categorical("parallel", {"oc", "oh", "oc_oh", "oh_oc"}));
+  s.add(Knob::categorical("schedule", {"static", "dynamic"}));
+
+  s.add_constraint("layout == nchw implies in_cblock == 1 and packing == shared", [](const ConfigView& c) {
+    return c["layout"] != 0 || (c["in_cblock"] == 1 && c["packing"] == 0);
+  });
+  const bool one_tap_kernel = shape.kernel_h * shape.kernel_w == 1;
+  s.add_constraint("kernel_h * kernel_w == 1 implies reduction == ic_kh_kw (the orders coincide)",
+                   [one_tap_kernel](const ConfigView& c) { return !one_tap_kernel || c["reduction"] == 0; });
+  s.add_constraint("in_cblock < 2 * in_channels", [IC](const ConfigView& c) { return c["in_cblock"] < 2 * IC; });
+  s.add_constraint("ic_block < 2 * in_channels", [IC](const ConfigView& c) { return c["ic_block"] < 2 * IC; });
+  s.add_constraint("ow_tile <= out_width", [OW](const ConfigView& c) { return c["ow_tile"] <= OW; });
+  s.add_constraint("oh_block < 2 * out_height", [OH](const ConfigView& c) { return c["oh_block"] < 2 * OH; });
+  s.add_constraint("ow_tile * oc_vectors + oc_vectors + 1 <= vector_registers (instantiated tile)",
+                   [](const ConfigView& c) {
+                     const auto p = static_cast<int>(c["ow_tile"]), v = static_cast<int>(c["oc_vectors"]);
+                     return is_conv2d_tile(p, v) && conv2d_tile_registers(p, v) <= vector_registers;
+                   });
+  s.add_constraint("(oc_vectors - 1) * simd_width < out_channels", [OC](const ConfigView& c) {
+    return (c["oc_vectors"] - 1) * simd_width < OC;
+  });
+  s.add_constraint("(oc_tiles - 1) * oc_vectors * simd_width < out_channels", [OC](const ConfigView& c) {
+    return (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
+  });
+  s.add_constraint("(ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
+    return (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
+  });
+  s.add_constraint("accumulator oc_tiles * oc_vectors * simd_width * oh_block * ow_tiles * ow_tile * 4 <= 512 KiB",
+                   [](const ConfigView& c) {
+                     return c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] * c["ow_tiles"] *
+                                c["ow_tile"] * 4 <= (512 << 10);
+                   });
+  return s;
+}
+
+/// The Conv2dParams of a config of conv2d_space().
+inline Conv2dParams conv2d_params(const SearchSpace& s, const Config& c) {
+  const ConfigView v = s.view(c);
+  static constexpr omp_sched_t schedules[] = {omp_sched_static, omp_sched_dynamic};
+  Conv2dParams p;
+  p.layout = static_cast<Conv2dLayout>(v["layout"]);
+  p.in_cblock = static_cast<int>(v["in_cblock"]);
+  p.packing = static_cast<Conv2dPacking>(v["packing"]);
+  p.oc_vectors = static_cast<int>(v["oc_vectors"]);
+  p.ow_tile = static_cast<int>(v["ow_tile"]);
+  p.oc_tiles = static_cast<int>(v["oc_tiles"]);
+  p.ow_tiles = static_cast<int>(v["ow_tiles"]);
+  p.oh_block = static_cast<int>(v["oh_block"]);
+  p.ic_block = static_cast<int>(v["ic_block"]);
+  p.reduction = static_cast<Conv2dReduction>(v["reduction"]);
+  p.loop_order = static_cast<Conv2dLoopOrder>(v["loop_order"]);
+  p.parallel = static_cast<Conv2dParallel>(v["parallel"]);
+  p.schedule = schedules[v["schedule"]];
+  return p;
+}
+
+/// Options of a Conv2dKernel; fill with designated initialisers.
+struct Conv2dOptions {
+  /// OpenMP threads per run; 0: omp_get_max_threads().
+  int threads = 0;
+  /// Seed of the random input and weights (uniform in [-1, 1)).
+  std::uint64_t seed = 1;
+  /// Task name for records; "conv2d_" + the shape's to_string() when empty.
+  std::string name;
+  /// Test hook: when set, called with the NCHW output after every computation of the kernel (a
+  /// deliberately perturbed output path, to prove that the verification reports wrong_result).
+  std::function<void(std::span<float>)> output_fault;
+
+  void validate() const {
+    if (threads < 0) throw std::invalid_argument("Conv2dOptions: threads must be >= 0");
+  }
+};
+
+/// The convolution of one shape as a tunable kernel, on a random input and random weights.
+///
+/// `prepare(config)` packs the weights for the configuration (not timed, like inference with
+/// pre-packed weights), then computes the convolution once and verifies every output element
+/// against the double-precision reference computed once at construction: the tolerance is
+/// |out - ref| <= gamma_K * sum |w x| + 1e-30 per element, K = in_channels x kernel_h x kernel_w,
+/// gamma_K = K u / (1 - K u), u = 2^-24 (see conv2d_reference); a configuration outside it is
+/// `wrong_result`, with the largest error and its tolerance in the error text. `run(config, n)`
+/// times each of n runs separately with std::chrono::steady_clock; a run is the whole NCHW to
+/// NCHW convolution: input packing into NCHWc, when the configuration chooses it, is part of it,
+/// weight packing is not. A failure to set a configuration up is `build_error`, an exception
+/// while running is `runtime_error`, a config outside the space is `excluded`; nothing throws.
+class Conv2dKernel {
+ public:
+  explicit Conv2dKernel(const Conv2dShape& shape, Conv2dOptions options = {})
+      : shape_(shape), options_(std::move(options)), space_(conv2d_space(shape)) {
+    options_.validate();
+    if (options_.threads == 0) options_.threads = omp_get_max_threads();
+    Rng rng(options_.seed);
+    input_ = AlignedBuffer(shape_.input_size());
+    weights_ = AlignedBuffer(shape_.weight_size());
+    output_ = AlignedBuffer(shape_.output_size());
+    fill_uniform(input_, rng);
+    fill_uniform(weights_, rng);
+    conv2d_reference(shape_, input_.data(), weights_.data(), reference_, bound_, options_.threads);
+  }
+
+  const SearchSpace& space() const noexcept { return space_; }
+  double flop() const noexcept { return shape_.flop(); }
+  std::string name() const { return options_.name.empty() ? "conv2d_" + shape_.to_string() : options_.name; }
+  std::string device() const { return "cpu"; }
+  const Conv2dShape& shape() const noexcept { return shape_; }
+  int threads() const noexcept { return options_.threads; }
+
+  /// Sets the configuration up (weight packing, buffers), runs it once and verifies the output.
+  RunResult prepare(const Config& c) {
+    if (RunResult r = set_up(c); r.status != Status::ok) return r;
+    std::fill(output_.data(), output_.data() + output_.size(), std::numeric_limits<float>::quiet_NaN());
+    if (RunResult r = compute(); r.status != Status::ok) return r;
+    return verify();
+  }
+
+  /// Times `runs` runs of the configuration, each separately (a configuration that was not the
+  /// last one prepared is set up first, untimed and unverified).
+  RunResult run(const Config& c, std::size_t runs, Rng&) {
+    if (RunResult r = set_up(c); r.status != Status::ok) return r;
+    RunResult out;
+    out.seconds.reserve(runs);
+    for (std::size_t i = 0; i < runs; ++i) {
+      double seconds = 0.0;
+      if (RunResult r = compute(&seconds); r.status != Status::ok) return r;
+      out.seconds.push_back(seconds);
+    }
+    return out;
+  }
+
+  /// Checks the output against the reference: ok, or wrong_result giving the largest error, its
+  /// element and its tolerance.
+  RunResult verify() const {
+    double worst_ratio = 0.0;
+    std::size_t worst = 0;
+    for (std::size_t i = 0; i < output_.size(); ++i) {
+      const double err = std::abs(static_cast<double>(output_[i]) - reference_[i]);
+      const double ratio = std::isfinite(err) ? err / bound_[i] : HUGE_VAL;
+      if (ratio > worst_ratio) {
+        worst_ratio = ratio;
+        worst = i;
+      }
+    }
+    if (worst_ratio <= 1.0) return {};
+    const std::size_t OH = shape_.out_height(), OW = shape_.out_width();
+    const std::size_t ow = worst % OW, oh = worst / OW % OH, oc = worst / (OW * OH) % shape_.out_channels,
+                      n = worst / (OW * OH * shape_.out_channels);
+    const double err = std::abs(static_cast<double>(output_[worst]) - reference_[worst]);
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "max error %.3g exceeds the tolerance %.3g at output[%zu][%zu][%zu][%zu] = %.9g "
+                  "(reference %.9g)",
+                  err, bound_[worst], n, oc, oh, ow, static_cast<double>(output_[worst]), reference_[worst]);
+    return {Status::wrong_result, {}, text, -1.0};
+  }
+
+  /// The random input (NCHW) and weights (OIHW), and the output of the last computation (NCHW).
+  const float* input() const noexcept { return input_.data(); }
+  const float* weights() const noexcept { return weights_.data(); }
+  const float* output() const noexcept { return output_.data(); }
+  /// The double-precision reference output and its per-element tolerance.
+  const std::vector<double>& reference() const noexcept { return reference_; }
+  const std::vector<double>& tolerance() const noexcept { return bound_; }
+
+ private:
+  RunResult set_up(const Config& c) {
+    try {
+      if (!space_.is_valid(c))
+        return {Status::excluded, {}, "not a valid configuration of the conv2d space", -1.0};
+      const auto index = space_.to_index(c);
+      if (plan_ && prepared_ == index) return {};
+      plan_.reset();
+      plan_.emplace(shape_, conv2d_params(space_, c), weights_.data(), options_.threads);
+      prepared_ = index;
+      return {};
+    } catch (const std::bad_alloc&) {
+      plan_.reset();
+      return {Status::build_error, {}, "out of memory setting up the configuration", -1.0};
+    } catch (const std::exception& e) {
+      plan_.reset();
+      return {Status::build_error, {}, e.what(), -1.0};
+    }
+  }
+
+  RunResult compute(double* seconds = nullptr) {
+    try {
+      const double t = seconds_of([&] { (*plan_)(input_.data(), output_.data()); });
+      if (seconds) *seconds = t;
+      if (options_.output_fault) options_.output_fault(std::span<float>(output_.data(), output_.size()));
+      return {};
+    } catch (const std::exception& e) {
+      return {Status::runtime_error, {}, e.what(), -1.0};
+    }
+  }
+
+  Conv2dShape shape_;
+  Conv2dOptions options_;
+  SearchSpace space_;
+  AlignedBuffer input_, weights_, output_;
+  std::vector<double> reference_, bound_;
+  std::optional<Conv2dPlan> plan_;
+  std::uint64_t prepared_ = 0;
+};
+
+static_assert(PreparableKernel<Conv2dKernel>);
+
+}  // namespace tunekit::cpu

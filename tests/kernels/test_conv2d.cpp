@@ -1,0 +1,322 @@
+#include <tunekit/kernels/cpu/conv2d.hpp>
+#include <tunekit/kernels/cpu/resnet18.hpp>
+#include <tunekit/presets.hpp>
+#include <tunekit/tuner.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tunekit::Config;
+using tunekit::Status;
+using tunekit::cpu::Conv2dKernel;
+using tunekit::cpu::Conv2dShape;
+
+// Odd shapes: 1x1, 3x3 and 7x7 kernels, padding, stride 2, sizes that are no multiple of any
+// block (5x9 inputs, 3 or 17 channels), uneven padding and stride per axis, batch 2.
+const std::vector<Conv2dShape> odd_shapes{
+    {.batch = 1, .height = 5, .width = 9, .in_channels = 3, .out_channels = 17, .kernel_h = 1, .kernel_w = 1},
+    {.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3, .kernel_h = 3, .kernel_w = 3,
+     .pad_h = 1, .pad_w = 1},
+    {.batch = 1, .height = 9, .width = 11, .in_channels = 17, .out_channels = 33, .kernel_h = 3, .kernel_w = 3,
+     .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 2},
+    {.batch = 1, .height = 11, .width = 13, .in_channels = 3, .out_channels = 17, .kernel_h = 7, .kernel_w = 7,
+     .pad_h = 3, .pad_w = 3, .stride_h = 2, .stride_w = 2},
+    {.batch = 2, .height = 5, .width = 9, .in_channels = 17, .out_channels = 17, .kernel_h = 1, .kernel_w = 1,
+     .stride_h = 2, .stride_w = 2},
+    {.batch = 1, .height = 6, .width = 10, .in_channels = 5, .out_channels = 19, .kernel_h = 3, .kernel_w = 5,
+     .pad_h = 0, .pad_w = 2, .stride_h = 1, .stride_w = 2},
+};
+
+// An independent check of a kernel's output against its double-precision reference: a loose
+// relative bound (fp32 sums of at most a few hundred products of values in [-1, 1)).
+double worst_relative_error(const Conv2dKernel& k) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < k.shape().output_size(); ++i) {
+    const double err = std::abs(static_cast<double>(k.output()[i]) - k.reference()[i]);
+    worst = std::max(worst, std::isfinite(err) ? err / (1.0 + std::abs(k.reference()[i])) : HUGE_VAL);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d: Conv2dShape gives output sizes and FLOP, and validate names a bad field") {
+  const Conv2dShape s{.batch = 2, .height = 9, .width = 11, .in_channels = 5, .out_channels = 7,
+                      .kernel_h = 3, .kernel_w = 5, .pad_h = 1, .pad_w = 2, .stride_h = 2, .stride_w = 3};
+  CHECK(s.out_height() == 5);  // (9 + 2 - 3) / 2 + 1
+  CHECK(s.out_width() == 4);   // (11 + 4 - 5) / 3 + 1
+  CHECK(s.flop() == 2.0 * 2 * 7 * 5 * 4 * 5 * 3 * 5);
+  CHECK_NOTHROW(s.validate());
+  Conv2dShape bad = s;
+  bad.in_channels = 0;
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("in_channels"), std::invalid_argument);
+  bad = s;
+  bad.stride_w = 0;
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("stride_w"), std::invalid_argument);
+  bad = s;
+  bad.kernel_h = 12;  // larger than the padded height 11
+  CHECK_THROWS_AS(bad.validate(), std::invalid_argument);
+}
+
+TEST_CASE("conv2d: the ResNet-18 table holds TVM's 12 layers with FLOP = 2 N OC OH OW IC KH KW") {
+  // TVM's x86 workloads of resnet18_v1: (batch, H, W, in_ch, out_ch, kh, kw, pad_h, pad_w,
+  // stride_h, stride_w).
+  constexpr std::array<std::array<std::int64_t, 11>, 12> tvm{{
+      {1, 224, 224, 3, 64, 7, 7, 3, 3, 2, 2}, {1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1},
+      {1, 56, 56, 64, 64, 1, 1, 0, 0, 1, 1},  {1, 56, 56, 64, 128, 3, 3, 1, 1, 2, 2},
+      {1, 56, 56, 64, 128, 1, 1, 0, 0, 2, 2}, {1, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1},
+      {1, 28, 28, 128, 256, 3, 3, 1, 1, 2, 2}, {1, 28, 28, 128, 256, 1, 1, 0, 0, 2, 2},
+      {1, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1}, {1, 14, 14, 256, 512, 3, 3, 1, 1, 2, 2},
+      {1, 14, 14, 256, 512, 1, 1, 0, 0, 2, 2}, {1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1},
+  }};
+  const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
+  REQUIRE(tasks.size() == 12);
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    CAPTURE(i);
+    const auto& w = tvm[i];
+    const auto& s = tasks[i].shape;
+    CHECK(tasks[i].name == "resnet18.C" + std::to_string(i + 1));
+    names.insert(std::string(tasks[i].name));
+    const std::array<std::int64_t, 11> fields{
+        static_cast<std::int64_t>(s.batch),       static_cast<std::int64_t>(s.height),
+        static_cast<std::int64_t>(s.width),       static_cast<std::int64_t>(s.in_channels),
+        static_cast<std::int64_t>(s.out_channels), static_cast<std::int64_t>(s.kernel_h),
+        static_cast<std::int64_t>(s.kernel_w),    static_cast<std::int64_t>(s.pad_h),
+        static_cast<std::int64_t>(s.pad_w),       static_cast<std::int64_t>(s.stride_h),
+        static_cast<std::int64_t>(s.stride_w)};
+    CHECK(fields == w);
+    const std::int64_t oh = (w[1] + 2 * w[7] - w[5]) / w[9] + 1, ow = (w[2] + 2 * w[8] - w[6]) / w[10] + 1;
+    const std::int64_t flop = 2 * w[0] * w[4] * oh * ow * w[3] * w[5] * w[6];
+    CHECK(tasks[i].flop() == static_cast<double>(flop));
+    CHECK(&tunekit::cpu::resnet18_conv2d_task(tasks[i].name) == &tasks[i]);
+  }
+  CHECK(names.size() == 12);
+  CHECK(tasks[0].flop() == 236'027'904.0);  // 2 * 64 * 112 * 112 * 3 * 49
+  CHECK(tasks[1].flop() == 231'211'008.0);  // 2 * 64 * 56 * 56 * 64 * 9
+  CHECK(tasks[11].flop() == 231'211'008.0);  // 2 * 512 * 7 * 7 * 512 * 9
+  CHECK_THROWS_AS(tunekit::cpu::resnet18_conv2d_task("resnet18.C13"), std::out_of_range);
+}
+
+TEST_CASE("conv2d: the space of a ResNet-18 layer has many valid configs and only sound ones") {
+  const auto& task = tunekit::cpu::resnet18_conv2d_task("resnet18.C12");
+  const auto space = tunekit::cpu::conv2d_space(task.shape);
+  CHECK(space.count_valid() >= 100'000);
+  tunekit::Rng rng(11);
+  for (int i = 0; i < 200; ++i) {
+    const auto p = tunekit::cpu::conv2d_params(space, space.sample(rng));
+    CHECK_NOTHROW(p.validate());
+    CHECK(tunekit::cpu::conv2d_tile_registers(p.ow_tile, p.oc_vectors) <= tunekit::cpu::vector_registers);
+    CHECK(p.ow_tile <= 7);
+    CHECK(p.oh_block <= 8);  // 8 covers the 7 output rows; 16 would be a second such value
+    if (p.layout == tunekit::cpu::Conv2dLayout::nchw) {
+      CHECK(p.in_cblock == 1);
+      CHECK(p.packing == tunekit::cpu::Conv2dPacking::shared);
+    }
+  }
+}
+
+TEST_CASE("conv2d: randomly drawn configs match the reference on odd shapes") {
+  tunekit::Rng rng(2024);
+  std::set<std::string> seen;  // knob=value pairs covered
+  for (const auto& shape : odd_shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 7});
+    for (int i = 0; i < 40; ++i) {
+      const Config c = k.space().sample(rng);
+      CAPTURE(k.space().describe(c));
+      const auto r = k.prepare(c);
+      CHECK(r.status == Status::ok);
+      CHECK(r.error.empty());
+      CHECK(worst_relative_error(k) < 1e-5);
+      const auto t = k.run(c, 2, rng);
+      REQUIRE(t.status == Status::ok);
+      REQUIRE(t.seconds.size() == 2);
+      for (double s : t.seconds) CHECK(s > 0.0);
+      CHECK(worst_relative_error(k) < 1e-5);  // the timed runs compute the same result
+      for (std::size_t j = 0; j < c.size(); ++j)
+        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
+    }
+  }
+  // The draws covered every layout, reduction order, loop order, parallel loop and schedule.
+  for (const char* v : {"layout=nchw", "layout=nchwc", "reduction=ic_kh_kw", "reduction=kh_kw_ic",
+                        "loop_order=ic_oc_ow", "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc",
+                        "parallel=oh", "parallel=oc_oh", "parallel=oh_oc", "schedule=static",
+                        "schedule=dynamic", "in_cblock=4", "in_cblock=16", "packing=shared",
+                        "packing=per_thread"}) {
+    CAPTURE(v);
+    CHECK(seen.contains(v));
+  }
+}
+
+TEST_CASE("conv2d: every instantiated inner kernel computes the right result in both layouts") {
+  const Conv2dShape shape{.batch = 1, .height = 7, .width = 19, .in_channels = 6, .out_channels = 70,
+                          .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 1};
+  Conv2dKernel k(shape, {.threads = 2, .seed = 3});
+  std::vector<double> ref, bound;
+  tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+  tunekit::cpu::AlignedBuffer out(shape.output_size());
+  int tiles = 0;
+  for (int p : tunekit::cpu::conv2d_tile_widths)
+    for (int v = 1; v <= tunekit::cpu::conv2d_max_oc_vectors; ++v) {
+      if (!tunekit::cpu::is_conv2d_tile(p, v)) continue;
+      ++tiles;
+      for (auto layout : {tunekit::cpu::Conv2dLayout::nchw, tunekit::cpu::Conv2dLayout::nchwc}) {
+        CAPTURE(p);
+        CAPTURE(v);
+        tunekit::cpu::Conv2dParams params;
+        params.layout = layout;
+        params.in_cblock = layout == tunekit::cpu::Conv2dLayout::nchw ? 1 : 4;
+        if (layout == tunekit::cpu::Conv2dLayout::nchwc && (p + v) % 2 == 0)
+          params.packing = tunekit::cpu::Conv2dPacking::per_thread;
+        params.ow_tile = p;
+        params.oc_vectors = v;
+        params.ic_block = 4;  // two chunks: 4 + 2 channels
+        tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+        std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+        plan(k.input(), out.data());
+        double worst = 0.0;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
+          worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
+        }
+        CHECK(worst <= 1.0);
+      }
+    }
+  CHECK(tiles >= 30);
+}
+
+TEST_CASE("conv2d: a perturbed output is reported as wrong_result with the max error and the tolerance") {
+  const Conv2dShape shape{.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3,
+                          .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  tunekit::Rng rng(5);
+  {
+    // The hook adds 1e-3 to one element: far above the tolerance (about 1e-6 here).
+    Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "perturbed",
+                           .output_fault = [](std::span<float> out) { out[out.size() / 2] += 1e-3f; }});
+    const Config c = k.space().sample(rng);
+    const auto r = k.prepare(c);
+    CHECK(r.status == Status::wrong_result);
+    REQUIRE(r.error.rfind("max error ", 0) == 0);
+    const double reported = std::stod(r.error.substr(10));
+    CHECK(reported > 0.9e-3);
+    CHECK(reported < 1.1e-3);
+    CHECK(r.error.find("exceeds the tolerance") != std::string::npos);
+    CHECK(r.error.find("output[0][1][2][4]") != std::string::npos);  // the middle element (67 of 135)
+    // A measurement of it fails: a wrong configuration never becomes a best.
+    tunekit::Deterministic evaluator;
+    const auto m = evaluator.measure(k, c, rng);
+    CHECK(m.status == Status::wrong_result);
+    CHECK(m.throughput(k.flop()) == 0.0);
+  }
+  {
+    Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "nan",
+                           .output_fault = [](std::span<float> out) { out[0] = std::nanf(""); }});
+    CHECK(k.prepare(k.space().sample(rng)).status == Status::wrong_result);
+  }
+  {
+    // The same kernel without the hook is correct, and a config outside the space is excluded.
+    Conv2dKernel k(shape, {.threads = 2, .seed = 1});
+    const Config c = k.space().sample(rng);
+    CHECK(k.prepare(c).status == Status::ok);
+    CHECK(k.verify().status == Status::ok);
+    Config bad = c;
+    bad[k.space().knob_index("ow_tile")] = 13;  // ow_tile 28 > out_width 9
+    CHECK(k.prepare(bad).status == Status::excluded);
+    CHECK(k.run(Config{0}, 1, rng).status == Status::excluded);
+  }
+}
+
+TEST_CASE("conv2d: a short random-search tuning run ends with a valid, verified best config") {
+  // ResNet-18's C12 scaled down: 7x7 input, 64 channels in and out, 3x3, padding 1.
+  const Conv2dShape shape{.batch = 1, .height = 7, .width = 7, .in_channels = 64, .out_channels = 64,
+                          .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  Conv2dKernel k(shape, {.threads = 2, .seed = 3, .name = "small"});
+  tunekit::RandomSearchTuner tuner(k.space(), {.budget = {.trials = 20}, .plan_size = 10});
+  tunekit::Rng rng(42);
+  const auto result = tuner.tune(k, rng);
+  CHECK(result.trials == 20);
+  REQUIRE(result.best);
+  CHECK(result.best->measurement.ok());
+  CHECK(result.best->measurement.throughput(k.flop()) > 0.0);
+  CHECK(k.space().is_valid(result.best->config));
+  for (const auto& t : tuner.history()) CHECK(t.measurement.status == Status::ok);
+  // The best config verifies again when prepared afresh.
+  Conv2dKernel again(shape, {.threads = 2, .seed = 9});
+  CHECK(again.prepare(result.best->config).status == Status::ok);
+}
+
+TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
+  tunekit::cpu::Conv2dParams p;
+  p.layout = tunekit::cpu::Conv2dLayout::nchw;
+  p.in_cblock = 4;
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("in_cblock"), std::invalid_argument);
+  p.in_cblock = 1;
+  p.packing = tunekit::cpu::Conv2dPacking::per_thread;  // nothing to pack in the nchw layout
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("packing"), std::invalid_argument);
+  p.packing = tunekit::cpu::Conv2dPacking::shared;
+  p.ow_tile = 11;  // not instantiated
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("inner kernel"), std::invalid_argument);
+  p.ow_tile = 28;
+  p.oc_vectors = 2;  // 28 x 2 accumulators: over 32 registers
+  CHECK_THROWS_AS(p.validate(), std::invalid_argument);
+  p.oc_vectors = 1;
+  CHECK_NOTHROW(p.validate());
+  const Conv2dShape shape{.batch = 1, .height = 5, .width = 5, .in_channels = 2, .out_channels = 2,
+                          .kernel_h = 1, .kernel_w = 1};
+  std::vector<float> w(4, 1.0f);
+  CHECK_THROWS_AS(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 0), std::invalid_argument);
+  CHECK_NOTHROW(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 1));
+}
+
+TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {
+  // 1x1 stride 2 without padding packs a subsampled copy; 16 and 8 input channels per block
+  // take the transposing paths of the packing when they match the vector width; 40 output
+  // positions per row take the transposing write-out with an overlapping last block.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 2, .height = 9, .width = 81, .in_channels = 35, .out_channels = 33, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 4, .width = 40, .in_channels = 32, .out_channels = 48, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 1, .pad_w = 1},
+  };
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 5});
+    std::vector<double> ref, bound;
+    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    tunekit::cpu::AlignedBuffer out(shape.output_size());
+    for (int cblock : {1, 4, 8, 16})
+      for (auto packing : {tunekit::cpu::Conv2dPacking::shared, tunekit::cpu::Conv2dPacking::per_thread})
+        for (int ow_tile : {5, 8}) {
+          CAPTURE(cblock);
+          CAPTURE(ow_tile);
+          tunekit::cpu::Conv2dParams params;
+          params.layout = tunekit::cpu::Conv2dLayout::nchwc;
+          params.in_cblock = cblock;
+          params.packing = packing;
+          params.ow_tile = ow_tile;
+          params.oc_vectors = 1;
+          params.ow_tiles = 8;
+          params.oh_block = 2;
+          params.ic_block = 16;
+          tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+          std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+          plan(k.input(), out.data());
+          double worst = 0.0;
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
+            worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
+          }
+          CHECK(worst <= 1.0);
+        }
+  }
+}

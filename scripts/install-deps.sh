@@ -11,6 +11,7 @@ packages=(
   libbenchmark-dev                # bench/
   libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
   libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution
+  ocl-icd-opencl-dev              # oneDNN's CMake package requires OpenCL (its GPU runtime)
 )
 missing=()
 for p in "${packages[@]}"; do

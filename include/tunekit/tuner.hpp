@@ -155,11 +155,14 @@ class Tuner {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Config> batch;
     if (n > 0) {
-      SearchContext ctx{space_, history_, visited_, {}, best_throughput()};
+      SearchContext ctx{space_, history_, visited_, {}, best_throughput(), {}, best_target()};
       if constexpr (!std::is_same_v<SurrogateT, NoSurrogate>) {
         if (history_.successes() > 0) {
           fit_surrogate(rng);
           ctx.score = [this](std::span<const Config> cs) { return score(cs); };
+          ctx.predict = [this](std::span<const Config> cs, Eigen::VectorXd& mean, Eigen::VectorXd& sd) {
+            predict(cs, mean, sd);
+          };
         }
       }
       batch = parts_.optimizer.propose(ctx, n, rng);
@@ -287,28 +290,41 @@ class Tuner {
  private:
   double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
 
-  // Fits the surrogate on every trial: throughput in GFLOPS, 0 for failures.
+  // The surrogate's target: throughput relative to the best measured (AutoTVM normalises its
+  // model's targets by their maximum), 0 for failures. The best is then 1, and scores, standard
+  // deviations and annealing temperatures mean the same on every kernel, whatever its units.
+  double target(const Trial& t) const {
+    const double best = best_throughput();
+    return best > 0 ? t.measurement.throughput(flop_or_one()) / best : 0.0;
+  }
+  double best_target() const noexcept { return best_throughput() > 0 ? 1.0 : 0.0; }
+
+  // Fits the surrogate on every trial.
   void fit_surrogate(Rng& rng) {
     std::vector<Config> configs;
     configs.reserve(history_.size());
     Eigen::VectorXd y(static_cast<Eigen::Index>(history_.size()));
     for (std::size_t i = 0; i < history_.size(); ++i) {
       configs.push_back(history_[i].config);
-      y[static_cast<Eigen::Index>(i)] = history_[i].measurement.throughput(flop_or_one()) / 1e9;
+      y[static_cast<Eigen::Index>(i)] = target(history_[i]);
     }
     parts_.surrogate.fit(feature_matrix(space_, configs), y, rng);
   }
 
-  std::vector<double> score(std::span<const Config> cs) const {
+  void predict(std::span<const Config> cs, Eigen::VectorXd& mean, Eigen::VectorXd& sd) const {
     const Eigen::MatrixXd x = feature_matrix(space_, cs);
-    Eigen::VectorXd mean, sd;
     if constexpr (UncertainSurrogate<SurrogateT>) {
       parts_.surrogate.predict(x, mean, sd);
     } else {
       mean = parts_.surrogate.predict(x);
       sd = Eigen::VectorXd::Zero(mean.size());
     }
-    const double best = best_throughput() / 1e9;
+  }
+
+  std::vector<double> score(std::span<const Config> cs) const {
+    Eigen::VectorXd mean, sd;
+    predict(cs, mean, sd);
+    const double best = best_target();
     std::vector<double> out(cs.size());
     for (std::size_t i = 0; i < cs.size(); ++i)
       out[i] = parts_.acquisition.score(mean[static_cast<Eigen::Index>(i)],

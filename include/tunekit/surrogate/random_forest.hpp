@@ -173,7 +173,9 @@ class RandomForest {
     check_fitted();
     Eigen::MatrixXd t(x.rows(), static_cast<Eigen::Index>(trees_.size()));
     const auto b_signed = static_cast<std::ptrdiff_t>(trees_.size());
-#pragma omp parallel for schedule(static)
+    // Small batches (an optimizer scoring a few chains) run serially: a parallel region per call
+    // would cost more than it saves.
+#pragma omp parallel for schedule(static) if (x.rows() * b_signed >= 65536)
     for (std::ptrdiff_t b = 0; b < b_signed; ++b)
       for (Eigen::Index i = 0; i < x.rows(); ++i)
         t(i, b) = trees_[static_cast<std::size_t>(b)].predict_row(x, i);

@@ -28,7 +28,9 @@ with the dataset's recorded samples, so the search sees real noise and real fail
 
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md)      (required)
-  --tuner NAME           tuner preset: random, grid                               [random]
+  --tuner NAME           tuner preset: random, grid, autotvm, adatune,
+                         rfei-sa, rfei-csa (docs/concepts.md)                     [random]
+  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
   --budget N             distinct configs measured per run, failed ones included  [400]
   --seeds S              runs with seeds 0 .. S-1                                 [25]
   --flop F               FLOP per kernel run, to print GFLOPS                     [unknown]
@@ -42,7 +44,7 @@ options:
 
 struct Args {
   std::string dataset, tuner, evaluator, out, summary_json;
-  std::size_t budget, seeds;
+  std::size_t budget, seeds, plan_size;
   double flop, overhead;
   bool quiet;
 };
@@ -56,6 +58,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.summary_json = cl.text("--summary-json", "");
   a.budget = cl.count("--budget", 400);
   a.seeds = cl.count("--seeds", 25);
+  a.plan_size = cl.count("--plan-size", 64);
   a.flop = cl.real("--flop", 0.0);
   a.overhead = cl.real("--overhead", 1.0);
   a.quiet = cl.flag("--quiet");
@@ -66,13 +69,12 @@ Args parse(tunekit::cli::CommandLine& cl) {
   return a;
 }
 
-using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, std::size_t budget,
-                                                 tunekit::Rng&)>;
+using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, const Args&, tunekit::Rng&)>;
 
 template <class TunerT>
 RunFn runner() {
-  return [](tunekit::ReplayKernel& kernel, std::size_t budget, tunekit::Rng& rng) {
-    TunerT tuner(kernel.space(), {.budget = {.trials = budget}});
+  return [](tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng) {
+    TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size});
     return tunekit::replay_trace(tuner, kernel, rng);
   };
 }
@@ -81,6 +83,10 @@ const std::map<std::string, RunFn>& tuners() {
   static const std::map<std::string, RunFn> t = {
       {"random", runner<tunekit::RandomSearchTuner>()},
       {"grid", runner<tunekit::GridSearchTuner>()},
+      {"autotvm", runner<tunekit::AutoTvmTuner>()},
+      {"adatune", runner<tunekit::AdaTuneTuner>()},
+      {"rfei-sa", runner<tunekit::RfEiSaTuner>()},
+      {"rfei-csa", runner<tunekit::RfEiCsaTuner>()},
   };
   return t;
 }
@@ -122,7 +128,7 @@ int main(int argc, char** argv) {
     std::vector<tunekit::ReplayTrace> traces;
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
-      traces.push_back(it->second(kernel, args.budget, rng));
+      traces.push_back(it->second(kernel, args, rng));
       const auto& t = traces.back();
       double best_ms = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < t.trials.size(); ++i) {

@@ -162,6 +162,25 @@ constexpr bool check_optimizer() {
   return Optimizer<O>;
 }
 
+/// How much of a batch a model-based optimizer gives to random exploration:
+/// `double epsilon(const SearchContext&, Rng&)` returns the fraction in [0, 1] (AutoTVM's fixed
+/// epsilon-greedy, AdaTune's contextual epsilon).
+template <class E>
+concept ExplorationPolicy = requires(E& e, const SearchContext& ctx, Rng& rng) {
+  { e.epsilon(ctx, rng) } -> std::convertible_to<double>;
+};
+
+/// How a model-based optimizer picks the exploiting part of a batch from the candidates its
+/// search found: `std::size_t candidates(std::size_t n) const` (how many to ask the search for
+/// to pick n) and `std::vector<std::size_t> select(const SearchSpace&, std::span<const
+/// Candidate> best_first, std::size_t n, Rng&)` (positions of the picked candidates; at most n).
+template <class P>
+concept PickPolicy = requires(P& p, const P& cp, const SearchSpace& space,
+                              std::span<const Candidate> cands, std::size_t n, Rng& rng) {
+  { cp.candidates(n) } -> std::convertible_to<std::size_t>;
+  { p.select(space, cands, n, rng) } -> std::same_as<std::vector<std::size_t>>;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Scheduler: which task of many gets the next time slot.
 

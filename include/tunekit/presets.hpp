@@ -2,10 +2,15 @@
 /// \file
 /// Named tuners: the published pipelines, one line each.
 
+#include "tunekit/acquisition/expected_improvement.hpp"
 #include "tunekit/acquisition/predicted_mean.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
+#include "tunekit/optimizer/contextual_annealing.hpp"
 #include "tunekit/optimizer/grid_search.hpp"
 #include "tunekit/optimizer/random_search.hpp"
+#include "tunekit/optimizer/simulated_annealing.hpp"
+#include "tunekit/surrogate/gradient_boosted_trees.hpp"
+#include "tunekit/surrogate/random_forest.hpp"
 #include "tunekit/tuner.hpp"
 
 namespace tunekit {
@@ -14,5 +19,21 @@ namespace tunekit {
 using RandomSearchTuner = Tuner<NoSurrogate, PredictedMean, RandomSearch, Deterministic>;
 /// Every valid config in lexicographic order.
 using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Deterministic>;
+
+/// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
+/// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.
+using AutoTvmTuner = Tuner<GradientBoostedTrees, PredictedMean, SimulatedAnnealing, Deterministic>;
+
+/// AdaTune's ablation, step 1: the random forest with jackknife variance and expected improvement
+/// in place of AutoTVM's model, searched by plain simulated annealing (epsilon 0.05).
+using RfEiSaTuner = Tuner<RandomForest, ExpectedImprovement, SimulatedAnnealing, Deterministic>;
+
+/// AdaTune's ablation, step 2: as RfEiSaTuner with the contextual epsilon.
+using RfEiCsaTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, Deterministic>;
+
+/// AdaTune: forest with jackknife variance, expected improvement, contextual simulated
+/// annealing. AdaTune also measures with its adaptive evaluator (AdaptiveCV); until that exists
+/// this preset measures deterministically and equals RfEiCsaTuner.
+using AdaTuneTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, Deterministic>;
 
 }  // namespace tunekit

@@ -2,7 +2,10 @@
 /// \file
 /// Umbrella header: everything tunekit offers.
 
+#include "tunekit/acquisition/expected_improvement.hpp"
 #include "tunekit/acquisition/predicted_mean.hpp"
+#include "tunekit/acquisition/probability_of_improvement.hpp"
+#include "tunekit/acquisition/upper_confidence_bound.hpp"
 #include "tunekit/callbacks/curve_recorder.hpp"
 #include "tunekit/callbacks/early_stopping.hpp"
 #include "tunekit/callbacks/log_to_file.hpp"
@@ -14,9 +17,12 @@
 #include "tunekit/history.hpp"
 #include "tunekit/kernel/replay.hpp"
 #include "tunekit/kernel/status.hpp"
+#include "tunekit/optimizer/contextual_annealing.hpp"
 #include "tunekit/optimizer/grid_search.hpp"
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/search_context.hpp"
+#include "tunekit/optimizer/selection.hpp"
+#include "tunekit/optimizer/simulated_annealing.hpp"
 #include "tunekit/presets.hpp"
 #include "tunekit/random.hpp"
 #include "tunekit/records/log.hpp"

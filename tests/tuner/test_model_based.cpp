@@ -1,0 +1,89 @@
+// The model-based pipelines end to end on the recorded spaces of shared/datasets, against the
+// exact score distribution of random search.
+
+#include <tunekit/kernel/replay.hpp>
+#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/presets.hpp>
+
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string datasets = TUNEKIT_DATASETS;
+
+// Median over seeds 0..14 of the score after 200 measured configs (plan_size 32).
+template <class TunerT>
+double median_score_200(tunekit::ReplayKernel& k) {
+  std::vector<double> s;
+  for (std::uint64_t seed = 0; seed < 15; ++seed) {
+    TunerT t(k.space(), {.budget = {.trials = 200}, .plan_size = 32});
+    tunekit::Rng rng(seed);
+    s.push_back(tunekit::score_at(tunekit::replay_trace(t, k, rng), 200));
+  }
+  return tunekit::quantile(s, 0.5);
+}
+
+// The exact median score of random search without replacement at budget 200.
+double random_median_200(tunekit::ReplayKernel& k) {
+  for (const auto& [s, p] : tunekit::random_search_score_cdf(k.recorded_times_ms(), 200))
+    if (p >= 0.5) return s;
+  return 1.0;
+}
+
+struct Medians {
+  double random, autotvm, adatune;
+};
+
+Medians medians(const std::string& name) {
+  auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
+  // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Medians m{random_median_200(k), median_score_200<tunekit::AutoTvmTuner>(k),
+                  median_score_200<tunekit::AdaTuneTuner>(k)};
+  omp_set_num_threads(threads);
+  MESSAGE(name << ": median score at 200: random " << m.random << ", autotvm " << m.autotvm << ", adatune "
+               << m.adatune);
+  return m;
+}
+
+}  // namespace
+
+// Measured (15 seeds, plan_size 32; docs/performance.md has the 25-seed table):
+//   dataset            random  autotvm  adatune
+//   gemm_RTX_3090      0.871   1.000    1.000
+//   gemm_RTX_2080_Ti   0.892   0.966    0.941
+//   convolution_A100   0.766   1.000    0.931
+//   convolution_A4000  0.870   0.866    0.989
+// The bounds are a little below these margins. On convolution_A4000 AutoTVM's pure exploitation
+// is trapped in a broad region of good-but-not-best configs (the best ones are a narrow
+// interaction of four knobs) and does no better than random search; AdaTune's uncertainty-driven
+// exploration escapes it, which is the AdaTune paper's point, and that is what is asserted there.
+
+TEST_CASE("model-based pipelines beat random search on gemm_RTX_3090") {
+  const auto m = medians("gemm_RTX_3090");
+  CHECK(m.autotvm >= m.random + 0.10);
+  CHECK(m.adatune >= m.random + 0.10);
+}
+
+TEST_CASE("model-based pipelines beat random search on gemm_RTX_2080_Ti") {
+  const auto m = medians("gemm_RTX_2080_Ti");
+  CHECK(m.autotvm >= m.random + 0.05);
+  CHECK(m.adatune >= m.random + 0.04);
+}
+
+TEST_CASE("model-based pipelines beat random search on convolution_A100") {
+  const auto m = medians("convolution_A100");
+  CHECK(m.autotvm >= m.random + 0.15);
+  CHECK(m.adatune >= m.random + 0.12);
+}
+
+TEST_CASE("on convolution_A4000 AdaTune beats random search and escapes AutoTVM's trap") {
+  const auto m = medians("convolution_A4000");
+  CHECK(m.adatune >= m.random + 0.09);
+  CHECK(m.adatune >= m.autotvm + 0.09);
+}

@@ -6,6 +6,7 @@
 #include <tunekit/tunekit.hpp>
 
 #include "cli.hpp"
+#include "tuning.hpp"
 
 #include <dnnl.hpp>
 #include <omp.h>
@@ -21,9 +22,9 @@ namespace {
 
 const char* const usage = R"(usage: tune_conv2d [options]
 
-Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with random search, verifying
-every configuration against a double-precision reference, then times the best one against
-oneDNN's convolution on the same shape and data.
+Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (AdaTune's
+pipeline by default), verifying every configuration against a double-precision reference, then
+times the best one against oneDNN's convolution on the same shape and data.
 
 options:
   --layer I         ResNet-18 layer, 1 to 12 (TVM's list; --list shows it)   [6]
@@ -32,6 +33,8 @@ options:
   --threads P       OpenMP threads (oneDNN gets as many)                   [all cores]
   --runs R          timed runs of the final comparison (median)            [21]
   --seed X          seed of the search and of the random data              [1]
+  --tuner NAME      adatune, autotvm or random (docs/concepts.md)           [adatune]
+  --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_conv2d.jsonl]
   --curve FILE      tuning curve CSV                            [tune_conv2d_curve.csv]
   --resume          continue from the log instead of starting a new one
@@ -39,15 +42,6 @@ options:
   --help            this text
 )";
 
-// The median of `runs` times taken by `time_one()` (seconds per call), after one warm-up call.
-template <class F>
-double median_seconds(F&& time_one, std::size_t runs) {
-  time_one();
-  std::vector<double> t;
-  for (std::size_t i = 0; i < runs; ++i) t.push_back(time_one());
-  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(runs / 2), t.end());
-  return t[runs / 2];
-}
 
 std::string shape_tuple(const tunekit::cpu::Conv2dShape& s) {
   char buf[128];
@@ -140,6 +134,8 @@ int main(int argc, char** argv) {
   const std::string curve = cl.text("--curve", "tune_conv2d_curve.csv");
   const bool resume = cl.flag("--resume");
   const bool list = cl.flag("--list");
+  const std::string tuner_name = cl.text("--tuner", "adatune");
+  const std::size_t plan_size = cl.count("--plan-size", 32);
   cl.reject_unknown();
   const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
   if (list) {
@@ -151,6 +147,9 @@ int main(int argc, char** argv) {
   }
   if (layer < 1 || layer > tasks.size()) cl.fail("--layer must be 1 to " + std::to_string(tasks.size()));
   if (!(seconds > 0)) cl.fail("--seconds must be positive");
+  if (!examples::known_tuner(tuner_name))
+    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
+  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
   const auto& task = tasks[layer - 1];
   const std::string name(task.name);
 
@@ -166,20 +165,17 @@ int main(int argc, char** argv) {
 
     // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
     // abandoned (timeout).
-    tunekit::RandomSearchTuner tuner(
-        kernel.space(), {.budget = {.trials = budget, .seconds = seconds}, .plan_size = 16},
-        {.evaluator = tunekit::Deterministic({.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0})});
-    if (!resume) std::filesystem::remove(log);
-    const auto resumed = tunekit::resume(tuner, log, kernel.name());
-    if (resumed) std::printf("resumed %zu measurements from %s\n", resumed, log.c_str());
-    tunekit::Rng rng(seed);
-    const auto result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(log),
-                                   tunekit::CurveRecorder(curve));
-    std::size_t wrong = 0;
-    for (const auto& t : tuner.history()) wrong += t.measurement.status == tunekit::Status::wrong_result;
-    std::printf("%zu configurations measured (%s); %zu failed (%zu wrong results); log %s, curve %s\n",
-                result.trials, tunekit::to_string(result.reason),
-                tuner.history().size() - tuner.history().successes(), wrong, log.c_str(), curve.c_str());
+    const auto result =
+        examples::tune(kernel, {.tuner = tuner_name,
+                                .budget = budget,
+                                .seconds = seconds,
+                                .plan_size = plan_size,
+                                .resume = resume,
+                                .log = log,
+                                .curve = curve,
+                                .seed = seed,
+                                .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0}})
+            .result;
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d: no configuration succeeded\n");
       return 1;
@@ -188,12 +184,13 @@ int main(int argc, char** argv) {
     // Side by side on the same data, timed the same way: the median of `runs` runs after a
     // warm-up, each run timed on its own with steady_clock.
     const auto& best = result.best->config;
+    tunekit::Rng rng(seed);  // the CPU kernel ignores it
     const auto ready = kernel.prepare(best);  // sets the best up again and verifies it
     if (ready.status != tunekit::Status::ok) {
       std::fprintf(stderr, "tune_conv2d: the best configuration failed again: %s\n", ready.error.c_str());
       return 1;
     }
-    const double t_tunekit = median_seconds(
+    const double t_tunekit = examples::median_seconds(
         [&] {
           const auto r = kernel.run(best, 1, rng);
           return r.status == tunekit::Status::ok ? r.seconds.front() : HUGE_VAL;
@@ -202,8 +199,8 @@ int main(int argc, char** argv) {
 
     omp_set_num_threads(threads);  // oneDNN's OpenMP runtime uses omp_get_max_threads()
     OneDnnConv onednn(kernel);
-    const double t_onednn = median_seconds([&] { return onednn.run(); }, runs);
-    const double t_onednn_nchw = median_seconds([&] { return onednn.run_nchw(); }, runs);
+    const double t_onednn = examples::median_seconds([&] { return onednn.run(); }, runs);
+    const double t_onednn_nchw = examples::median_seconds([&] { return onednn.run_nchw(); }, runs);
     // oneDNN's result against the same reference and tolerance as tunekit's.
     const float* y = onednn.output_nchw();
     double worst_ratio = 0.0;

@@ -5,6 +5,7 @@
 #include <tunekit/tunekit.hpp>
 
 #include "cli.hpp"
+#include "tuning.hpp"
 
 #include <Eigen/Core>
 #include <cblas.h>
@@ -23,9 +24,10 @@ namespace {
 
 const char* const usage = R"(usage: tune_gemm [options]
 
-Tunes tunekit's OpenMP SGEMM (C = A * B, row-major fp32) on this machine with random search,
-verifying every configuration against a double-precision reference, then times the best one
-against OpenBLAS's cblas_sgemm and Eigen's product on the same matrices.
+Tunes tunekit's OpenMP SGEMM (C = A * B, row-major fp32) on this machine with a tuner preset
+(AdaTune's pipeline by default), verifying every configuration against a double-precision
+reference, then times the best one against OpenBLAS's cblas_sgemm and Eigen's product on the
+same matrices.
 
 options:
   --size N          M = N = K                                              [1024]
@@ -34,21 +36,13 @@ options:
   --seconds S       stop after S seconds of tuning (measurement + search)  [150]
   --threads P       OpenMP threads (OpenBLAS and Eigen get as many)        [all cores]
   --seed X          seed of the search and of the random matrices          [1]
+  --tuner NAME      adatune, autotvm or random (docs/concepts.md)           [adatune]
+  --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_gemm.jsonl]
   --curve FILE      tuning curve CSV                            [tune_gemm_curve.csv]
   --resume          continue from the log instead of starting a new one
   --help            this text
 )";
-
-// Median of `runs` timed calls after one warm-up call.
-template <class F>
-double median_seconds(F&& f, int runs) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) t.push_back(tunekit::cpu::seconds_of(f));
-  std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
-  return t[static_cast<std::size_t>(runs / 2)];
-}
 
 }  // namespace
 
@@ -63,8 +57,13 @@ int main(int argc, char** argv) {
   const std::string log = cl.text("--log", "tune_gemm.jsonl");
   const std::string curve = cl.text("--curve", "tune_gemm_curve.csv");
   const bool resume = cl.flag("--resume");
+  const std::string tuner_name = cl.text("--tuner", "adatune");
+  const std::size_t plan_size = cl.count("--plan-size", 32);
   cl.reject_unknown();
   if (!(seconds > 0)) cl.fail("--seconds must be positive");
+  if (!examples::known_tuner(tuner_name))
+    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
+  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
 
   try {
     std::printf("tune_gemm: SGEMM %zux%zux%zu, %d threads, %s vectors; computing the reference...\n", m, n,
@@ -75,47 +74,46 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(kernel.space().count_valid()),
                 static_cast<unsigned long long>(kernel.space().product_size()));
 
-    // Timeouts: a configuration whose measurement takes over 5 s is abandoned.
-    tunekit::RandomSearchTuner tuner(
-        kernel.space(), {.budget = {.trials = budget, .seconds = seconds}, .plan_size = 16},
-        {.evaluator = tunekit::Deterministic({.warmup = 1, .repeat = 5, .timeout_seconds = 5.0})});
-    if (!resume) std::filesystem::remove(log);
-    const auto resumed = tunekit::resume(tuner, log, kernel.name());
-    if (resumed) std::printf("resumed %zu measurements from %s\n", resumed, log.c_str());
-    tunekit::Rng rng(seed);
-    const auto result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(log),
-                                   tunekit::CurveRecorder(curve));
-    std::printf("%zu configurations measured (%s); %zu failed; log %s, curve %s\n", result.trials,
-                tunekit::to_string(result.reason),
-                tuner.history().size() - tuner.history().successes(), log.c_str(), curve.c_str());
+    const auto result = examples::tune(kernel, {.tuner = tuner_name,
+                                                .budget = budget,
+                                                .seconds = seconds,
+                                                .plan_size = plan_size,
+                                                .resume = resume,
+                                                .log = log,
+                                                .curve = curve,
+                                                .seed = seed,
+                                                // Over 5 s for a measurement: a timeout.
+                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0}})
+                            .result;
     if (!result.best) {
       std::fprintf(stderr, "tune_gemm: no configuration succeeded\n");
       return 1;
     }
 
     // Side by side on the same matrices: the best configuration, OpenBLAS, Eigen.
-    constexpr int runs = 15;
+    constexpr std::size_t runs = 15;
     const double flop = kernel.flop();
     const auto p = tunekit::cpu::gemm_params(kernel.space(), result.best->config);
     tunekit::cpu::GemmWorkspace ws;
     tunekit::cpu::AlignedBuffer c(m * n);
-    const double t_tunekit = median_seconds(
-        [&] { tunekit::cpu::sgemm(p, m, n, k, kernel.a(), k, kernel.b(), n, c.data(), n, ws, threads); }, runs);
+    auto timed = [](auto&& f) { return [f] { return tunekit::cpu::seconds_of(f); }; };
+    const double t_tunekit = examples::median_seconds(
+        timed([&] { tunekit::cpu::sgemm(p, m, n, k, kernel.a(), k, kernel.b(), n, c.data(), n, ws, threads); }),
+        runs);
 
     openblas_set_num_threads(threads);
     const auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-    const double t_openblas = median_seconds(
-        [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, kernel.a(), ki,
-                      kernel.b(), ni, 0.0f, c.data(), ni);
-        },
-        runs);
+    auto openblas = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, kernel.a(), ki, kernel.b(), ni,
+                  0.0f, c.data(), ni);
+    };
+    const double t_openblas = examples::median_seconds(timed(openblas), runs);
 
     Eigen::setNbThreads(threads);
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     Eigen::Map<const RowMajor> ea(kernel.a(), mi, ki), eb(kernel.b(), ki, ni);
     Eigen::Map<RowMajor> ec(c.data(), mi, ni);
-    const double t_eigen = median_seconds([&] { ec.noalias() = ea * eb; }, runs);
+    const double t_eigen = examples::median_seconds(timed([&] { ec.noalias() = ea * eb; }), runs);
 
     const double g_tunekit = flop / t_tunekit / 1e9, g_openblas = flop / t_openblas / 1e9,
                  g_eigen = flop / t_eigen / 1e9;

@@ -1,0 +1,79 @@
+// What the tuning programs (tune_gemm, tune_conv2d) share: tuning a kernel with a preset chosen
+// by name, with progress bar, log, curve and resume; and the median timing of the comparisons.
+#pragma once
+
+#include <tunekit/tunekit.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace examples {
+
+/// The presets a program accepts for --tuner.
+inline const char* const tuner_names = "adatune, autotvm, random";
+inline bool known_tuner(const std::string& name) {
+  return name == "adatune" || name == "autotvm" || name == "random";
+}
+
+struct TuningSetup {
+  std::string tuner = "adatune";
+  std::size_t budget = 500;
+  double seconds = 150;
+  std::size_t plan_size = 32;
+  bool resume = false;
+  std::string log, curve;
+  std::uint64_t seed = 1;
+  tunekit::DeterministicParams evaluator{};
+};
+
+struct TuningOutcome {
+  tunekit::TuneResult result;
+  std::size_t failed = 0, wrong = 0;
+};
+
+template <class TunerT, class K>
+TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
+  TunerT tuner(kernel.space(), {.budget = {.trials = s.budget, .seconds = s.seconds}, .plan_size = s.plan_size},
+               {.evaluator = tunekit::Deterministic(s.evaluator)});
+  if (!s.resume) std::filesystem::remove(s.log);
+  const auto resumed = tunekit::resume(tuner, s.log, kernel.name());
+  if (resumed) std::printf("resumed %zu measurements from %s\n", resumed, s.log.c_str());
+  tunekit::Rng rng(s.seed);
+  TuningOutcome out;
+  out.result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
+                          tunekit::CurveRecorder(s.curve));
+  for (const auto& t : tuner.history()) {
+    out.failed += !t.measurement.ok();
+    out.wrong += t.measurement.status == tunekit::Status::wrong_result;
+  }
+  std::printf("%zu configurations measured (%s; %.1f s of it searching); %zu failed (%zu wrong results); "
+              "log %s, curve %s\n",
+              out.result.trials, tunekit::to_string(out.result.reason), tuner.search_seconds(), out.failed,
+              out.wrong, s.log.c_str(), s.curve.c_str());
+  return out;
+}
+
+/// Tunes the kernel with the preset named s.tuner (see known_tuner).
+template <class K>
+TuningOutcome tune(K& kernel, const TuningSetup& s) {
+  std::printf("tuner: %s, %zu configurations per round\n", s.tuner.c_str(), s.plan_size);
+  if (s.tuner == "adatune") return tune_with<tunekit::AdaTuneTuner>(kernel, s);
+  if (s.tuner == "autotvm") return tune_with<tunekit::AutoTvmTuner>(kernel, s);
+  return tune_with<tunekit::RandomSearchTuner>(kernel, s);
+}
+
+/// Median of `runs` calls of time_one (which returns the seconds of one run), after one warm-up.
+template <class F>
+double median_seconds(F&& time_one, std::size_t runs) {
+  time_one();
+  std::vector<double> t;
+  for (std::size_t i = 0; i < runs; ++i) t.push_back(time_one());
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(runs / 2), t.end());
+  return t[runs / 2];
+}
+
+}  // namespace examples

@@ -3,6 +3,7 @@
 #include "surrogate/metrics.hpp"
 
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <set>
@@ -158,4 +159,61 @@ TEST_CASE("feature subsampling is reproducible for a seed") {
   CHECK(a.predict(q) != d.predict(q));
   CHECK_THROWS_AS(tunekit::RegressionTree::grow(b, g, h, rows, {.feature_fraction = 0.0}, r1),
                   std::invalid_argument);
+}
+
+TEST_CASE("a tree does not depend on the thread count; leaf_of and batch prediction agree with predict_row") {
+  // 6000 rows x 12 features: the root's split search (6000 x 8 candidates) runs on several
+  // threads when there are several.
+  tunekit::Rng data(13);
+  const Eigen::MatrixXd x = surrogate_test::uniform_points(6000, 12, data);
+  std::vector<double> g(6000), h(6000);
+  std::vector<std::uint32_t> rows;
+  for (std::size_t i = 0; i < 6000; ++i) {
+    const auto r = static_cast<Eigen::Index>(i);
+    g[i] = -(std::sin(6 * x(r, 0)) + x(r, 1) * x(r, 2) + 0.1 * tunekit::uniform_real(data));
+    h[i] = 0.5 + tunekit::uniform_real(data);
+    if (i % 7 != 3) rows.push_back(static_cast<std::uint32_t>(i));  // row 3, 10, ... left out
+  }
+  const tunekit::BinnedMatrix b(x);
+  const tunekit::TreeParams p{.max_depth = 8, .lambda = 1.0, .feature_fraction = 0.7};
+  const int threads = omp_get_max_threads();
+  auto grow = [&](int t, std::vector<std::int32_t>& leaf_of) {
+    omp_set_num_threads(t);
+    tunekit::Rng rng(3);
+    leaf_of.assign(6000, -1);
+    return tunekit::RegressionTree::grow(b, g, h, rows, p, rng, leaf_of);
+  };
+  std::vector<std::int32_t> leaf1, leaf2;
+  const auto t1 = grow(1, leaf1);
+  const auto t2 = grow(2, leaf2);
+  omp_set_num_threads(threads);
+  REQUIRE(t1.node_count() == t2.node_count());
+  CHECK(std::equal(t1.feature().begin(), t1.feature().end(), t2.feature().begin()));
+  CHECK(std::equal(t1.threshold().begin(), t1.threshold().end(), t2.threshold().begin()));
+  CHECK(std::equal(t1.value().begin(), t1.value().end(), t2.value().begin()));
+  CHECK(leaf1 == leaf2);
+  // leaf_of: the leaf that walking the tree reaches, for the listed rows only.
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < 6000; ++i) {
+    if (i % 7 == 3) {
+      wrong += leaf1[i] != -1;
+      continue;
+    }
+    std::int32_t n = 0;
+    while (t1.left()[static_cast<std::size_t>(n)] >= 0) {
+      const auto k = static_cast<std::size_t>(n);
+      n = x(static_cast<Eigen::Index>(i), t1.feature()[k]) <= t1.threshold()[k] ? t1.left()[k] : t1.right()[k];
+    }
+    wrong += leaf1[i] != n;
+  }
+  CHECK(wrong == 0);
+  // Batch prediction (lockstep blocks, any row range) = predict_row, bit for bit.
+  const Eigen::MatrixXd q = surrogate_test::uniform_points(1000, 12, data);
+  Eigen::VectorXd one(q.rows());
+  for (Eigen::Index i = 0; i < q.rows(); ++i) one[i] = t1.predict_row(q, i);
+  CHECK(t1.predict(q) == one);
+  std::vector<double> part(77, 1.0);
+  t1.predict_add(q, 900, part);
+  for (std::size_t k = 0; k < part.size(); ++k) CHECK(part[k] == 1.0 + one[900 + static_cast<Eigen::Index>(k)]);
+  CHECK(t1.depth() <= 8);
 }

@@ -8,6 +8,7 @@
 #include "surrogate/metrics.hpp"
 
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -84,4 +85,34 @@ TEST_CASE("boosting is bit-identical for a seed") {
   }
   CHECK_THROWS_AS(tunekit::GradientBoostedTrees({.eta = 0.0}), std::invalid_argument);
   CHECK_THROWS_AS(tunekit::GradientBoostedTrees({.subsample = 1.5}), std::invalid_argument);
+}
+
+TEST_CASE("without early stopping boosting keeps max_rounds trees, for any thread count") {
+  tunekit::Rng data(4);
+  const Eigen::MatrixXd x = surrogate_test::uniform_points(3000, 8, data);
+  const Eigen::MatrixXd q = surrogate_test::uniform_points(2000, 8, data);
+  const int threads = omp_get_max_threads();
+  auto run = [&](int t, double subsample) {
+    omp_set_num_threads(t);
+    tunekit::GradientBoostedTrees m({.subsample = subsample, .max_rounds = 70, .early_stopping_rounds = 0});
+    tunekit::Rng rng(8);
+    m.fit(x, smooth(x), rng);
+    CHECK(m.trees().size() == 70);
+    // predict = base_score + the trees' sum, in tree order, times the targets' maximum.
+    Eigen::VectorXd sum(q.rows());
+    for (Eigen::Index i = 0; i < q.rows(); ++i) {
+      double s = 0.5;
+      for (const auto& tree : m.trees()) s += tree.predict_row(q, i);
+      sum[i] = s * smooth(x).maxCoeff();
+    }
+    const Eigen::VectorXd p = m.predict(q);
+    CHECK(p == sum);
+    return p;
+  };
+  for (double subsample : {1.0, 0.7}) {
+    const Eigen::VectorXd one = run(1, subsample), two = run(2, subsample);
+    CHECK(one == two);
+  }
+  omp_set_num_threads(threads);
+  CHECK_NOTHROW(tunekit::GradientBoostedTrees({.early_stopping_rounds = 0}));
 }

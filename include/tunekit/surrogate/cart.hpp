@@ -27,6 +27,7 @@
 #include "tunekit/random.hpp"
 
 #include <Eigen/Core>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,11 +74,12 @@ class BinnedMatrix {
     params.validate();
     rows_ = static_cast<std::size_t>(x.rows());
     cols_ = static_cast<std::size_t>(x.cols());
-    for (Eigen::Index r = 0; r < x.rows(); ++r)
-      for (Eigen::Index c = 0; c < x.cols(); ++c)
-        if (std::isnan(x(r, c)))
-          throw std::invalid_argument("BinnedMatrix: NaN feature at row " + std::to_string(r) +
-                                      ", column " + std::to_string(c));
+    if (x.hasNaN())
+      for (Eigen::Index r = 0; r < x.rows(); ++r)
+        for (Eigen::Index c = 0; c < x.cols(); ++c)
+          if (std::isnan(x(r, c)))
+            throw std::invalid_argument("BinnedMatrix: NaN feature at row " + std::to_string(r) +
+                                        ", column " + std::to_string(c));
     const bool exact = rows_ <= params.histogram_threshold;
     codes_.resize(rows_ * cols_);
     cuts_.resize(cols_);
@@ -132,8 +134,16 @@ class BinnedMatrix {
   double cut(std::size_t f, std::size_t k) const noexcept { return cuts_[f][k]; }
   /// The bin of value x of feature f.
   std::size_t bin_of(std::size_t f, double x) const noexcept {
+    // std::lower_bound (the number of cuts < x) without data-dependent branches.
     const auto& c = cuts_[f];
-    return static_cast<std::size_t>(std::lower_bound(c.begin(), c.end(), x) - c.begin());
+    if (c.empty()) return 0;
+    const double* base = c.data();
+    for (std::size_t n = c.size(); n > 1;) {
+      const std::size_t half = n / 2;
+      base = base[half - 1] < x ? base + half : base;
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - c.data()) + (*base < x ? 1 : 0);
   }
 
  private:
@@ -175,17 +185,23 @@ class RegressionTree {
  public:
   /// Grows a tree over the rows `rows` of `x` with gradient statistics g, h (indexed by row;
   /// rows not listed are ignored). Draws feature subsets from `rng` (nothing when
-  /// feature_fraction is 1).
+  /// feature_fraction is 1). If `leaf_of` is not empty (one entry per row of x), it receives
+  /// the leaf node of each listed row (the others are left as they are): boosting updates its
+  /// training predictions from it without walking the tree.
   static RegressionTree grow(const BinnedMatrix& x, std::span<const double> g,
                              std::span<const double> h, std::vector<std::uint32_t> rows,
-                             const TreeParams& params, Rng& rng) {
+                             const TreeParams& params, Rng& rng,
+                             std::span<std::int32_t> leaf_of = {}) {
     params.validate();
     if (g.size() != x.rows() || h.size() != x.rows())
       throw std::invalid_argument("RegressionTree::grow: g and h need one entry per row");
+    if (!leaf_of.empty() && leaf_of.size() != x.rows())
+      throw std::invalid_argument("RegressionTree::grow: leaf_of needs one entry per row");
     RegressionTree t;
-    Builder b{x, g, h, params, rng, t, std::move(rows), {}, {}, {}, {}, {}};
+    Builder b{x, g, h, params, rng, t, std::move(rows), leaf_of, {}, {}, {}, {}, {}, 1};
     b.init();
     b.node(0, b.rows.size(), 0);
+    t.depth_ = t.depth_of(0);
     return t;
   }
 
@@ -200,7 +216,7 @@ class RegressionTree {
   std::size_t leaf_count() const noexcept {
     return static_cast<std::size_t>(std::count(left_.begin(), left_.end(), -1));
   }
-  std::size_t depth() const { return depth_of(0); }
+  std::size_t depth() const noexcept { return depth_; }
 
   /// Multiplies every leaf value by s (shrinkage).
   void scale(double s) noexcept {
@@ -209,17 +225,41 @@ class RegressionTree {
 
   /// The prediction for row r of x.
   double predict_row(const Eigen::MatrixXd& x, Eigen::Index r) const noexcept {
-    std::int32_t n = 0;
-    while (left_[static_cast<std::size_t>(n)] >= 0) {
-      const auto i = static_cast<std::size_t>(n);
-      n = x(r, feature_[i]) <= threshold_[i] ? left_[i] : right_[i];
+    std::size_t n = 0;
+    for (std::int32_t l = left_[0]; l >= 0; l = left_[n]) {
+      // Both children are loaded, so that the choice compiles to a conditional move rather
+      // than a branch that mispredicts half the time.
+      const std::int32_t rr = right_[n];
+      n = static_cast<std::size_t>(x(r, feature_[n]) <= threshold_[n] ? l : rr);
     }
-    return value_[static_cast<std::size_t>(n)];
+    return value_[n];
   }
 
   /// out[r] += the prediction of row r, for every row of x.
   void predict_add(const Eigen::MatrixXd& x, Eigen::Ref<Eigen::VectorXd> out) const {
-    for (Eigen::Index r = 0; r < x.rows(); ++r) out[r] += predict_row(x, r);
+    predict_add(x, 0, {out.data(), static_cast<std::size_t>(out.size())});
+  }
+
+  /// out[k] += the prediction of row first + k of x, for k < out.size().
+  void predict_add(const Eigen::MatrixXd& x, Eigen::Index first, std::span<double> out) const {
+    // Blocks of rows descend the tree in lockstep, one level per pass, without branches (a
+    // leaf stays where it is), so that the rows' walks overlap rather than wait for each other.
+    constexpr Eigen::Index block = 32;
+    const auto rows = static_cast<Eigen::Index>(out.size());
+    for (Eigen::Index r0 = 0; r0 < rows; r0 += block) {
+      const Eigen::Index count = std::min(block, rows - r0);
+      std::int32_t node[block] = {};
+      for (std::size_t level = 0; level < depth_; ++level)
+        for (Eigen::Index j = 0; j < count; ++j) {
+          const auto n = static_cast<std::size_t>(node[j]);
+          const std::int32_t l = left_[n], rr = right_[n];
+          const Eigen::Index f = std::max(feature_[n], 0);  // a leaf's -1 would read outside x
+          const std::int32_t next = x(first + r0 + j, f) <= threshold_[n] ? l : rr;
+          node[j] = l < 0 ? node[j] : next;
+        }
+      for (Eigen::Index j = 0; j < count; ++j)
+        out[static_cast<std::size_t>(r0 + j)] += value_[static_cast<std::size_t>(node[j])];
+    }
   }
 
   Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
@@ -256,6 +296,28 @@ class RegressionTree {
     std::size_t bin = 0;  // rows with code <= bin go left
   };
 
+  struct GradientPair {
+    double g, h;
+  };
+
+  // A bin of a (G, H) histogram: the sums over its rows, and their count.
+  struct Bin {
+    double g = 0.0, h = 0.0;
+    std::uint32_t n = 0;
+  };
+
+  // One thread's buffers for the split search of one feature.
+  struct Scratch {
+    std::vector<Bin> hist;                                        // per bin
+    std::vector<std::pair<std::uint16_t, std::uint32_t>> sorted;  // (bin, row) of a small node
+  };
+
+  // Least (rows x candidate features) of a node for which its split search runs on several
+  // threads; below it a parallel region costs more than it saves.
+  static constexpr std::size_t parallel_split_work = std::size_t{1} << 15;
+  // Most features whose histograms are filled in one pass over a node's rows.
+  static constexpr std::size_t group = 4;
+
   struct Builder {
     const BinnedMatrix& x;
     std::span<const double> g, h;
@@ -263,21 +325,20 @@ class RegressionTree {
     Rng& rng;
     RegressionTree& tree;
     std::vector<std::uint32_t> rows;
+    std::span<std::int32_t> leaf_of;       // leaf of each row (when not empty)
     std::vector<std::size_t> features;     // candidate features (shuffled for subsampling)
     std::vector<std::size_t> chosen;       // this node's candidates, ascending
-    std::vector<double> hist_g, hist_h;    // per bin
-    std::vector<std::uint32_t> hist_n;     // rows per bin
-    std::vector<std::pair<std::uint16_t, std::uint32_t>> sorted;  // (bin, row) of a small node
+    std::vector<GradientPair> node_gh;     // the node's (g, h) in the order of its rows
+    std::vector<Split> feature_best;       // best split of each chosen feature
+    std::vector<Scratch> scratch;          // per thread
+    int threads = 1;
 
     void init() {
-      std::size_t max_bins = 1;
-      for (std::size_t f = 0; f < x.cols(); ++f) {
+      for (std::size_t f = 0; f < x.cols(); ++f)
         if (x.bins(f) > 1) features.push_back(f);
-        max_bins = std::max(max_bins, x.bins(f));
-      }
-      hist_g.assign(max_bins, 0.0);
-      hist_h.assign(max_bins, 0.0);
-      hist_n.assign(max_bins, 0);
+      // Inside a parallel region (the forest's loop over trees) a tree is grown serially.
+      threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
+      scratch.resize(static_cast<std::size_t>(threads));
     }
 
     double leaf_value(double gs, double hs) const {
@@ -293,11 +354,16 @@ class RegressionTree {
         if (h[r] > 0) scale += g[r] * g[r] / h[r];
       }
       const std::size_t id = tree.push(leaf_value(gs, hs));
+      auto leaf = [&] {
+        if (!leaf_of.empty())
+          for (std::size_t i = begin; i < end; ++i) leaf_of[rows[i]] = static_cast<std::int32_t>(id);
+        return id;
+      };
       if (end - begin < 2 || (p.max_depth > 0 && depth >= p.max_depth) ||
           hs < 2 * p.min_child_weight || features.empty())
-        return id;
+        return leaf();
       const Split s = best_split(begin, end, gs, hs, std::max(p.gamma, 1e-12 * scale));
-      if (s.gain < 0) return id;
+      if (s.gain < 0) return leaf();
       const auto codes = x.codes(s.feature);
       const auto mid = static_cast<std::size_t>(
           std::partition(rows.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -326,57 +392,156 @@ class RegressionTree {
       std::sort(chosen.begin(), chosen.end());
     }
 
-    // Returns the best split with gain > min_gain (gain -1 when none).
+    // Returns the best split with gain > min_gain (gain -1 when none): the first in (feature,
+    // bin) order of those with the largest gain. Features are searched independently, in
+    // groups of up to `group` whose histograms are filled in one pass over the node's rows, on
+    // several threads for a large node; their bests are combined in feature order, so the
+    // result does not depend on the grouping or the thread count.
     Split best_split(std::size_t begin, std::size_t end, double gs, double hs, double min_gain) {
       choose_features();
-      Split best;
-      const double parent = gs * gs / (hs + p.lambda);
       const std::size_t m = end - begin;
-      auto consider = [&](double gl, double hl, std::size_t nl, std::size_t f, std::size_t bin) {
+      node_gh.resize(m);
+      for (std::size_t i = begin; i < end; ++i) node_gh[i - begin] = {g[rows[i]], h[rows[i]]};
+      const std::size_t k = chosen.size();
+      feature_best.assign(k, Split{});
+      const bool parallel = threads > 1 && k > 1 && m * k >= parallel_split_work;
+      // Groups: as large as allowed, but at least two per thread when parallel.
+      const std::size_t groups_wanted =
+          parallel ? std::max<std::size_t>(2 * static_cast<std::size_t>(threads), (k + group - 1) / group)
+                   : (k + group - 1) / group;
+      const std::size_t groups = std::min(k, groups_wanted);
+      auto search = [&](std::size_t gi, Scratch& s) {
+        // Group gi: features [gi k / groups, (gi + 1) k / groups) of `chosen`.
+        const std::size_t lo = gi * k / groups, hi = (gi + 1) * k / groups;
+        search_group(lo, hi, begin, end, gs, hs, min_gain, s);
+      };
+      if (parallel) {
+        const auto groups_signed = static_cast<std::ptrdiff_t>(groups);
+#pragma omp parallel num_threads(std::min<int>(threads, static_cast<int>(groups)))
+        {
+          Scratch& s = scratch[static_cast<std::size_t>(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 1)
+          for (std::ptrdiff_t gi = 0; gi < groups_signed; ++gi) search(static_cast<std::size_t>(gi), s);
+        }
+      } else {
+        for (std::size_t gi = 0; gi < groups; ++gi) search(gi, scratch[0]);
+      }
+      Split best;
+      for (const Split& s : feature_best)
+        if (s.gain > best.gain) best = s;
+      return best;
+    }
+
+    // Sets feature_best[j] for chosen[j], j in [lo, hi).
+    void search_group(std::size_t lo, std::size_t hi, std::size_t begin, std::size_t end, double gs,
+                      double hs, double min_gain, Scratch& s) {
+      const std::size_t m = end - begin;
+      std::size_t hist_features[group], offsets[group + 1] = {0};
+      std::size_t count = 0;
+      for (std::size_t j = lo; j < hi; ++j) {
+        const std::size_t f = chosen[j], nb = x.bins(f);
+        if (4 * m < nb) {
+          feature_best[j] = sorted_split(f, begin, end, gs, hs, min_gain, s);
+        } else {
+          hist_features[count] = j;
+          offsets[count + 1] = offsets[count] + nb;
+          ++count;
+        }
+      }
+      if (count == 0) return;
+      s.hist.assign(offsets[count], Bin{});
+      static_assert(group == 4, "fill_histograms is instantiated for 1 to 4 features");
+      switch (count) {
+        case 1: fill_histograms<1>(hist_features, offsets, begin, end, s); break;
+        case 2: fill_histograms<2>(hist_features, offsets, begin, end, s); break;
+        case 3: fill_histograms<3>(hist_features, offsets, begin, end, s); break;
+        default: fill_histograms<4>(hist_features, offsets, begin, end, s); break;
+      }
+      for (std::size_t c = 0; c < count; ++c) {
+        const std::size_t j = hist_features[c];
+        feature_best[j] = histogram_split(chosen[j], s.hist.data() + offsets[c], m, gs, hs, min_gain);
+      }
+    }
+
+    // Accumulates the histograms of G features in one pass over the node's rows (the rows of
+    // each bin in node order, as a pass per feature would).
+    template <std::size_t G>
+    void fill_histograms(const std::size_t* js, const std::size_t* offsets, std::size_t begin,
+                         std::size_t end, Scratch& s) const {
+      const std::uint16_t* codes[G];
+      Bin* hist[G];
+      for (std::size_t c = 0; c < G; ++c) {
+        codes[c] = x.codes(chosen[js[c]]).data();
+        hist[c] = s.hist.data() + offsets[c];
+      }
+      const std::uint32_t* r = rows.data() + begin;
+      const std::size_t m = end - begin;
+      for (std::size_t i = 0; i < m; ++i) {
+        const GradientPair gh = node_gh[i];
+        const std::uint32_t row = r[i];
+        for (std::size_t c = 0; c < G; ++c) {
+          Bin& b = hist[c][codes[c][row]];
+          b.g += gh.g;
+          b.h += gh.h;
+          ++b.n;
+        }
+      }
+    }
+
+    // The gain of sending (gl, hl, nl) of the node's (gs, hs, m) to the left.
+    struct SplitScan {
+      const TreeParams& p;
+      double gs, hs, parent, min_gain;
+      std::size_t m, f;
+      Split best;
+      void consider(double gl, double hl, std::size_t nl, std::size_t bin) {
         if (nl == 0 || nl == m) return;
         const double hr = hs - hl, gr = gs - gl;
         if (hl < p.min_child_weight || hr < p.min_child_weight) return;
         if (hl + p.lambda <= 0 || hr + p.lambda <= 0) return;
         const double gain = gl * gl / (hl + p.lambda) + gr * gr / (hr + p.lambda) - parent;
         if (gain > min_gain && gain > best.gain) best = {gain, f, bin};
-      };
-      for (const std::size_t f : chosen) {
-        const auto codes = x.codes(f);
-        const std::size_t nb = x.bins(f);
-        if (4 * m < nb) {
-          // Few rows, many bins: sort the node's rows by bin.
-          sorted.clear();
-          for (std::size_t i = begin; i < end; ++i) sorted.emplace_back(codes[rows[i]], rows[i]);
-          std::sort(sorted.begin(), sorted.end());
-          double gl = 0, hl = 0;
-          for (std::size_t i = 0; i < m; ++i) {
-            gl += g[sorted[i].second];
-            hl += h[sorted[i].second];
-            if (i + 1 < m && sorted[i + 1].first != sorted[i].first) consider(gl, hl, i + 1, f, sorted[i].first);
-          }
-        } else {
-          std::fill_n(hist_g.begin(), nb, 0.0);
-          std::fill_n(hist_h.begin(), nb, 0.0);
-          std::fill_n(hist_n.begin(), nb, 0u);
-          for (std::size_t i = begin; i < end; ++i) {
-            const auto r = rows[i];
-            const auto b = codes[r];
-            hist_g[b] += g[r];
-            hist_h[b] += h[r];
-            ++hist_n[b];
-          }
-          double gl = 0, hl = 0;
-          std::size_t nl = 0;
-          for (std::size_t b = 0; b + 1 < nb; ++b) {
-            if (hist_n[b] == 0) continue;
-            gl += hist_g[b];
-            hl += hist_h[b];
-            nl += hist_n[b];
-            consider(gl, hl, nl, f, b);
-          }
-        }
       }
-      return best;
+    };
+
+    SplitScan scan(std::size_t f, std::size_t m, double gs, double hs, double min_gain) const {
+      return SplitScan{p, gs, hs, gs * gs / (hs + p.lambda), min_gain, m, f, {}};
+    }
+
+    // The best split of feature f from its histogram (the first of the largest gain > min_gain
+    // in bin order).
+    Split histogram_split(std::size_t f, const Bin* hist, std::size_t m, double gs, double hs,
+                          double min_gain) const {
+      SplitScan sc = scan(f, m, gs, hs, min_gain);
+      double gl = 0, hl = 0;
+      std::size_t nl = 0;
+      for (std::size_t b = 0; b + 1 < x.bins(f); ++b) {
+        if (hist[b].n == 0) continue;
+        gl += hist[b].g;
+        hl += hist[b].h;
+        nl += hist[b].n;
+        sc.consider(gl, hl, nl, b);
+      }
+      return sc.best;
+    }
+
+    // The best split of feature f for a node with few rows and many bins: its rows sorted by bin.
+    Split sorted_split(std::size_t f, std::size_t begin, std::size_t end, double gs, double hs,
+                       double min_gain, Scratch& s) const {
+      const std::size_t m = end - begin;
+      SplitScan sc = scan(f, m, gs, hs, min_gain);
+      const auto codes = x.codes(f);
+      auto& sorted = s.sorted;
+      sorted.clear();
+      for (std::size_t i = begin; i < end; ++i) sorted.emplace_back(codes[rows[i]], rows[i]);
+      std::sort(sorted.begin(), sorted.end());
+      double gl = 0, hl = 0;
+      for (std::size_t i = 0; i < m; ++i) {
+        gl += g[sorted[i].second];
+        hl += h[sorted[i].second];
+        if (i + 1 < m && sorted[i + 1].first != sorted[i].first) sc.consider(gl, hl, i + 1, sorted[i].first);
+      }
+      return sc.best;
     }
   };
 
@@ -384,6 +549,7 @@ class RegressionTree {
   std::vector<double> threshold_;
   std::vector<std::int32_t> left_, right_;
   std::vector<double> value_;
+  std::size_t depth_ = 0;
 };
 
 }  // namespace tunekit

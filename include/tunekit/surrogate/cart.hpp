@@ -83,8 +83,12 @@ class BinnedMatrix {
     const bool exact = rows_ <= params.histogram_threshold;
     codes_.resize(rows_ * cols_);
     cuts_.resize(cols_);
-    std::vector<double> v(rows_);
-    for (std::size_t f = 0; f < cols_; ++f) {
+    // Features are independent: quantised in parallel when there is enough work.
+    const auto cols_signed = static_cast<std::ptrdiff_t>(cols_);
+#pragma omp parallel for schedule(dynamic, 1) if (cols_ > 1 && rows_ * cols_ >= parallel_binning_work)
+    for (std::ptrdiff_t fi = 0; fi < cols_signed; ++fi) {
+      const auto f = static_cast<std::size_t>(fi);
+      std::vector<double> v(rows_);
       for (std::size_t r = 0; r < rows_; ++r) v[r] = x(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(f));
       std::sort(v.begin(), v.end());
       // Distinct values and their counts.
@@ -147,6 +151,9 @@ class BinnedMatrix {
   }
 
  private:
+  // Least rows x features for which the features are quantised on several threads.
+  static constexpr std::size_t parallel_binning_work = std::size_t{1} << 15;
+
   static double midpoint(double a, double b) {
     const double m = a + 0.5 * (b - a);
     return m < b ? m : a;  // a < m < b unless a and b are adjacent doubles
@@ -314,7 +321,7 @@ class RegressionTree {
 
   // Least (rows x candidate features) of a node for which its split search runs on several
   // threads; below it a parallel region costs more than it saves.
-  static constexpr std::size_t parallel_split_work = std::size_t{1} << 15;
+  static constexpr std::size_t parallel_split_work = std::size_t{1} << 13;
   // Most features whose histograms are filled in one pass over a node's rows.
   static constexpr std::size_t group = 4;
 

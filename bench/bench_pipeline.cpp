@@ -1,0 +1,50 @@
+// Per-round overhead of the model-based pipelines: one `ask(64)` (fit the surrogate on the whole
+// history, search the space with the acquisition, select the batch) after n measured configs of
+// a recorded space (gemm_RTX_3090, replayed). Random search is the reference: its round costs
+// only the sampling.
+//
+//   build/bench/bench_pipeline [--benchmark_filter=...]
+//
+// Set OMP_NUM_THREADS to compare thread counts.
+
+#include <tunekit/tunekit.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+namespace {
+
+const std::string dataset = std::string(TUNEKIT_DATASETS) + "/gemm_RTX_3090.csv";
+
+tunekit::ReplayKernel& kernel() {
+  static auto k = tunekit::ReplayKernel::from_csv(dataset);
+  return k;
+}
+
+template <class TunerT>
+void round_overhead(benchmark::State& state) {
+  auto& k = kernel();
+  const auto n = static_cast<std::size_t>(state.range(0));
+  TunerT tuner(k.space(), {.budget = {.trials = n + 64}});
+  tunekit::Rng rng(1);
+  // n random configs measured (the history every round refits on).
+  tunekit::RandomSearchTuner warmup(k.space(), {.budget = {.trials = n}});
+  warmup.tune(k, rng);
+  for (const auto& t : warmup.history()) tuner.tell(t.config, t.measurement);
+  for (auto _ : state) {
+    auto batch = tuner.ask(64, rng);
+    benchmark::DoNotOptimize(batch.data());
+    tuner.forget_pending();
+  }
+  state.counters["history"] = static_cast<double>(n);
+}
+
+}  // namespace
+
+BENCHMARK(round_overhead<tunekit::RandomSearchTuner>)->Name("random")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(round_overhead<tunekit::AutoTvmTuner>)->Name("autotvm")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(round_overhead<tunekit::RfEiSaTuner>)->Name("rfei-sa")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(round_overhead<tunekit::AdaTuneTuner>)->Name("adatune")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

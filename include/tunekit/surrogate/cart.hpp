@@ -319,9 +319,9 @@ class RegressionTree {
     std::vector<std::pair<std::uint16_t, std::uint32_t>> sorted;  // (bin, row) of a small node
   };
 
-  // Least (rows x candidate features) of a node for which its split search runs on several
-  // threads; below it a parallel region costs more than it saves.
-  static constexpr std::size_t parallel_split_work = std::size_t{1} << 13;
+  // Least work (about rows x candidate features, see best_split) of a node for which its split
+  // search runs on several threads; below it a parallel region costs more than it saves.
+  static constexpr std::size_t parallel_split_work = std::size_t{1} << 15;
   // Most features whose histograms are filled in one pass over a node's rows.
   static constexpr std::size_t group = 4;
 
@@ -411,7 +411,11 @@ class RegressionTree {
       for (std::size_t i = begin; i < end; ++i) node_gh[i - begin] = {g[rows[i]], h[rows[i]]};
       const std::size_t k = chosen.size();
       feature_best.assign(k, Split{});
-      const bool parallel = threads > 1 && k > 1 && m * k >= parallel_split_work;
+      // Rough cost of the search, in row-feature updates: a histogram costs a pass over the rows
+      // and a scan of its bins (two divisions per bin), sorting a small node m log m.
+      std::size_t work = 0;
+      for (const std::size_t f : chosen) work += 4 * m < x.bins(f) ? 8 * m : m + 6 * x.bins(f);
+      const bool parallel = threads > 1 && k > 1 && work >= parallel_split_work;
       // Groups: as large as allowed, but at least two per thread when parallel.
       const std::size_t groups_wanted =
           parallel ? std::max<std::size_t>(2 * static_cast<std::size_t>(threads), (k + group - 1) / group)

@@ -307,15 +307,12 @@ class RegressionTree {
     double g, h;
   };
 
-  // A bin of a (G, H) histogram: the sums over its rows, and their count.
-  struct Bin {
-    double g = 0.0, h = 0.0;
-    std::uint32_t n = 0;
-  };
-
-  // One thread's buffers for the split search of one feature.
+  // One thread's buffers for the split search.
   struct Scratch {
-    std::vector<Bin> hist;                                        // per bin
+    // (G, H) histograms: per bin the sums over its rows, and their count (apart, so that a
+    // scan over mostly empty bins reads little).
+    std::vector<GradientPair> hist_gh;
+    std::vector<std::uint32_t> hist_n;
     std::vector<std::pair<std::uint16_t, std::uint32_t>> sorted;  // (bin, row) of a small node
   };
 
@@ -400,31 +397,47 @@ class RegressionTree {
     }
 
     // Returns the best split with gain > min_gain (gain -1 when none): the first in (feature,
-    // bin) order of those with the largest gain. Features are searched independently, in
-    // groups of up to `group` whose histograms are filled in one pass over the node's rows, on
-    // several threads for a large node; their bests are combined in feature order, so the
-    // result does not depend on the grouping or the thread count.
+    // bin) order of those with the largest gain. Features are searched in groups of up to
+    // `group`, whose histograms are filled in one pass over the node's rows; a group's features
+    // in order, each starting from the best so far (so that few candidates improve on it, and
+    // the branch that records one is predictable). The groups run one after the other, the best
+    // carried across, or, for a large node, on several threads, each from scratch; the bests are
+    // then combined in feature order, so the result does not depend on the grouping or the
+    // thread count.
     Split best_split(std::size_t begin, std::size_t end, double gs, double hs, double min_gain) {
       choose_features();
       const std::size_t m = end - begin;
-      node_gh.resize(m);
-      for (std::size_t i = begin; i < end; ++i) node_gh[i - begin] = {g[rows[i]], h[rows[i]]};
       const std::size_t k = chosen.size();
-      feature_best.assign(k, Split{});
       // Rough cost of the search, in row-feature updates: a histogram costs a pass over the rows
       // and a scan of its bins (two divisions per bin), sorting a small node m log m.
       std::size_t work = 0;
-      for (const std::size_t f : chosen) work += 4 * m < x.bins(f) ? 8 * m : m + 6 * x.bins(f);
+      bool histograms = false;
+      for (const std::size_t f : chosen) {
+        const bool sorted = 4 * m < x.bins(f);
+        work += sorted ? 8 * m : m + 6 * x.bins(f);
+        histograms = histograms || !sorted;
+      }
       const bool parallel = threads > 1 && k > 1 && work >= parallel_split_work;
+      if (!histograms && !parallel) {
+        // A small node (most nodes of a deep tree): no histograms, nothing to combine.
+        Split best;
+        for (const std::size_t f : chosen) best = sorted_split(f, begin, end, gs, hs, min_gain, best, scratch[0]);
+        return best;
+      }
+      if (histograms) {
+        node_gh.resize(m);
+        for (std::size_t i = begin; i < end; ++i) node_gh[i - begin] = {g[rows[i]], h[rows[i]]};
+      }
+      feature_best.assign(k, Split{});
       // Groups: as large as allowed, but at least two per thread when parallel.
       const std::size_t groups_wanted =
           parallel ? std::max<std::size_t>(2 * static_cast<std::size_t>(threads), (k + group - 1) / group)
                    : (k + group - 1) / group;
       const std::size_t groups = std::min(k, groups_wanted);
-      auto search = [&](std::size_t gi, Scratch& s) {
+      auto search = [&](std::size_t gi, Scratch& s, const Split& start) {
         // Group gi: features [gi k / groups, (gi + 1) k / groups) of `chosen`.
         const std::size_t lo = gi * k / groups, hi = (gi + 1) * k / groups;
-        search_group(lo, hi, begin, end, gs, hs, min_gain, s);
+        return search_group(lo, hi, begin, end, gs, hs, min_gain, start, s);
       };
       if (parallel) {
         const auto groups_signed = static_cast<std::ptrdiff_t>(groups);
@@ -432,10 +445,11 @@ class RegressionTree {
         {
           Scratch& s = scratch[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 1)
-          for (std::ptrdiff_t gi = 0; gi < groups_signed; ++gi) search(static_cast<std::size_t>(gi), s);
+          for (std::ptrdiff_t gi = 0; gi < groups_signed; ++gi) search(static_cast<std::size_t>(gi), s, Split{});
         }
       } else {
-        for (std::size_t gi = 0; gi < groups; ++gi) search(gi, scratch[0]);
+        Split so_far;
+        for (std::size_t gi = 0; gi < groups; ++gi) so_far = search(gi, scratch[0], so_far);
       }
       Split best;
       for (const Split& s : feature_best)
@@ -443,35 +457,45 @@ class RegressionTree {
       return best;
     }
 
-    // Sets feature_best[j] for chosen[j], j in [lo, hi).
-    void search_group(std::size_t lo, std::size_t hi, std::size_t begin, std::size_t end, double gs,
-                      double hs, double min_gain, Scratch& s) {
+    // Sets feature_best[j], j in [lo, hi), to the best of `start` and the splits of chosen[lo..j];
+    // returns the last.
+    Split search_group(std::size_t lo, std::size_t hi, std::size_t begin, std::size_t end, double gs,
+                       double hs, double min_gain, const Split& start, Scratch& s) {
       const std::size_t m = end - begin;
-      std::size_t hist_features[group], offsets[group + 1] = {0};
+      std::size_t hist_of[group], offsets[group + 1] = {0};  // histogram index of each feature
       std::size_t count = 0;
       for (std::size_t j = lo; j < hi; ++j) {
-        const std::size_t f = chosen[j], nb = x.bins(f);
-        if (4 * m < nb) {
-          feature_best[j] = sorted_split(f, begin, end, gs, hs, min_gain, s);
-        } else {
-          hist_features[count] = j;
+        const std::size_t nb = x.bins(chosen[j]);
+        hist_of[j - lo] = count;
+        if (4 * m >= nb) {
           offsets[count + 1] = offsets[count] + nb;
           ++count;
         }
       }
-      if (count == 0) return;
-      s.hist.assign(offsets[count], Bin{});
-      static_assert(group == 4, "fill_histograms is instantiated for 1 to 4 features");
-      switch (count) {
-        case 1: fill_histograms<1>(hist_features, offsets, begin, end, s); break;
-        case 2: fill_histograms<2>(hist_features, offsets, begin, end, s); break;
-        case 3: fill_histograms<3>(hist_features, offsets, begin, end, s); break;
-        default: fill_histograms<4>(hist_features, offsets, begin, end, s); break;
+      if (count > 0) {
+        std::size_t js[group];
+        for (std::size_t j = lo, c = 0; j < hi; ++j)
+          if (4 * m >= x.bins(chosen[j])) js[c++] = j;
+        s.hist_gh.assign(offsets[count], GradientPair{0.0, 0.0});
+        s.hist_n.assign(offsets[count], 0);
+        static_assert(group == 4, "fill_histograms is instantiated for 1 to 4 features");
+        switch (count) {
+          case 1: fill_histograms<1>(js, offsets, begin, end, s); break;
+          case 2: fill_histograms<2>(js, offsets, begin, end, s); break;
+          case 3: fill_histograms<3>(js, offsets, begin, end, s); break;
+          default: fill_histograms<4>(js, offsets, begin, end, s); break;
+        }
       }
-      for (std::size_t c = 0; c < count; ++c) {
-        const std::size_t j = hist_features[c];
-        feature_best[j] = histogram_split(chosen[j], s.hist.data() + offsets[c], m, gs, hs, min_gain);
+      Split best = start;
+      for (std::size_t j = lo; j < hi; ++j) {
+        const std::size_t f = chosen[j];
+        best = 4 * m < x.bins(f)
+                   ? sorted_split(f, begin, end, gs, hs, min_gain, best, s)
+                   : histogram_split(f, s.hist_gh.data() + offsets[hist_of[j - lo]],
+                                     s.hist_n.data() + offsets[hist_of[j - lo]], m, gs, hs, min_gain, best);
+        feature_best[j] = best;
       }
+      return best;
     }
 
     // Accumulates the histograms of G features in one pass over the node's rows (the rows of
@@ -480,10 +504,12 @@ class RegressionTree {
     void fill_histograms(const std::size_t* js, const std::size_t* offsets, std::size_t begin,
                          std::size_t end, Scratch& s) const {
       const std::uint16_t* codes[G];
-      Bin* hist[G];
+      GradientPair* hist_gh[G];
+      std::uint32_t* hist_n[G];
       for (std::size_t c = 0; c < G; ++c) {
         codes[c] = x.codes(chosen[js[c]]).data();
-        hist[c] = s.hist.data() + offsets[c];
+        hist_gh[c] = s.hist_gh.data() + offsets[c];
+        hist_n[c] = s.hist_n.data() + offsets[c];
       }
       const std::uint32_t* r = rows.data() + begin;
       const std::size_t m = end - begin;
@@ -491,68 +517,70 @@ class RegressionTree {
         const GradientPair gh = node_gh[i];
         const std::uint32_t row = r[i];
         for (std::size_t c = 0; c < G; ++c) {
-          Bin& b = hist[c][codes[c][row]];
-          b.g += gh.g;
-          b.h += gh.h;
-          ++b.n;
+          const std::uint16_t b = codes[c][row];
+          hist_gh[c][b].g += gh.g;
+          hist_gh[c][b].h += gh.h;
+          ++hist_n[c][b];
         }
       }
     }
 
-    // The gain of sending (gl, hl, nl) of the node's (gs, hs, m) to the left.
-    struct SplitScan {
-      const TreeParams& p;
-      double gs, hs, parent, min_gain;
-      std::size_t m, f;
-      Split best;
-      void consider(double gl, double hl, std::size_t nl, std::size_t bin) {
+    // The scan of one feature's candidate splits in bin order: consider(gl, hl, nl, bin) offers
+    // sending (gl, hl, nl) of the node's (gs, hs, m) to the left. Returns `start` unless a
+    // candidate has a larger gain (> min_gain); then the first of the largest.
+    template <class Scan>
+    Split scan_splits(std::size_t f, std::size_t m, double gs, double hs, double min_gain,
+                      const Split& start, Scan&& scan) const {
+      Split best = start;
+      const double parent = gs * gs / (hs + p.lambda);
+      const double lambda = p.lambda, min_child_weight = p.min_child_weight;
+      auto consider = [&](double gl, double hl, std::size_t nl, std::size_t bin) {
         if (nl == 0 || nl == m) return;
         const double hr = hs - hl, gr = gs - gl;
-        if (hl < p.min_child_weight || hr < p.min_child_weight) return;
-        if (hl + p.lambda <= 0 || hr + p.lambda <= 0) return;
-        const double gain = gl * gl / (hl + p.lambda) + gr * gr / (hr + p.lambda) - parent;
+        if (hl < min_child_weight || hr < min_child_weight) return;
+        if (hl + lambda <= 0 || hr + lambda <= 0) return;
+        const double gain = gl * gl / (hl + lambda) + gr * gr / (hr + lambda) - parent;
         if (gain > min_gain && gain > best.gain) best = {gain, f, bin};
-      }
-    };
-
-    SplitScan scan(std::size_t f, std::size_t m, double gs, double hs, double min_gain) const {
-      return SplitScan{p, gs, hs, gs * gs / (hs + p.lambda), min_gain, m, f, {}};
+      };
+      scan(consider);
+      return best;
     }
 
-    // The best split of feature f from its histogram (the first of the largest gain > min_gain
-    // in bin order).
-    Split histogram_split(std::size_t f, const Bin* hist, std::size_t m, double gs, double hs,
-                          double min_gain) const {
-      SplitScan sc = scan(f, m, gs, hs, min_gain);
-      double gl = 0, hl = 0;
-      std::size_t nl = 0;
-      for (std::size_t b = 0; b + 1 < x.bins(f); ++b) {
-        if (hist[b].n == 0) continue;
-        gl += hist[b].g;
-        hl += hist[b].h;
-        nl += hist[b].n;
-        sc.consider(gl, hl, nl, b);
-      }
-      return sc.best;
+    // The best of `start` and the splits of feature f, from its histogram.
+    Split histogram_split(std::size_t f, const GradientPair* hist_gh, const std::uint32_t* hist_n,
+                          std::size_t m, double gs, double hs, double min_gain, const Split& start) const {
+      const std::size_t nb = x.bins(f);
+      return scan_splits(f, m, gs, hs, min_gain, start, [&](auto& consider) {
+        double gl = 0, hl = 0;
+        std::size_t nl = 0;
+        for (std::size_t b = 0; b + 1 < nb; ++b) {
+          if (hist_n[b] == 0) continue;
+          gl += hist_gh[b].g;
+          hl += hist_gh[b].h;
+          nl += hist_n[b];
+          consider(gl, hl, nl, b);
+        }
+      });
     }
 
-    // The best split of feature f for a node with few rows and many bins: its rows sorted by bin.
+    // The best of `start` and the splits of feature f for a node with few rows and many bins: its
+    // rows sorted by bin.
     Split sorted_split(std::size_t f, std::size_t begin, std::size_t end, double gs, double hs,
-                       double min_gain, Scratch& s) const {
+                       double min_gain, const Split& start, Scratch& s) const {
       const std::size_t m = end - begin;
-      SplitScan sc = scan(f, m, gs, hs, min_gain);
       const auto codes = x.codes(f);
       auto& sorted = s.sorted;
       sorted.clear();
       for (std::size_t i = begin; i < end; ++i) sorted.emplace_back(codes[rows[i]], rows[i]);
       std::sort(sorted.begin(), sorted.end());
-      double gl = 0, hl = 0;
-      for (std::size_t i = 0; i < m; ++i) {
-        gl += g[sorted[i].second];
-        hl += h[sorted[i].second];
-        if (i + 1 < m && sorted[i + 1].first != sorted[i].first) sc.consider(gl, hl, i + 1, sorted[i].first);
-      }
-      return sc.best;
+      return scan_splits(f, m, gs, hs, min_gain, start, [&](auto& consider) {
+        double gl = 0, hl = 0;
+        for (std::size_t i = 0; i < m; ++i) {
+          gl += g[sorted[i].second];
+          hl += h[sorted[i].second];
+          if (i + 1 < m && sorted[i + 1].first != sorted[i].first) consider(gl, hl, i + 1, sorted[i].first);
+        }
+      });
     }
   };
 

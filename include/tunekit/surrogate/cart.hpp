@@ -307,12 +307,15 @@ class RegressionTree {
     double g, h;
   };
 
+  // A bin of a (G, H) histogram: the sums over its rows, and their count.
+  struct Bin {
+    double g = 0.0, h = 0.0;
+    std::uint32_t n = 0;
+  };
+
   // One thread's buffers for the split search.
   struct Scratch {
-    // (G, H) histograms: per bin the sums over its rows, and their count (apart, so that a
-    // scan over mostly empty bins reads little).
-    std::vector<GradientPair> hist_gh;
-    std::vector<std::uint32_t> hist_n;
+    std::vector<Bin> hist;                                        // per bin
     std::vector<std::pair<std::uint16_t, std::uint32_t>> sorted;  // (bin, row) of a small node
   };
 
@@ -321,6 +324,8 @@ class RegressionTree {
   static constexpr std::size_t parallel_split_work = std::size_t{1} << 15;
   // Most features whose histograms are filled in one pass over a node's rows.
   static constexpr std::size_t group = 4;
+  // Nodes with fewer rows are searched one feature at a time (grouping does not pay).
+  static constexpr std::size_t small_node = 64;
 
   struct Builder {
     const BinnedMatrix& x;
@@ -418,10 +423,27 @@ class RegressionTree {
         histograms = histograms || !sorted;
       }
       const bool parallel = threads > 1 && k > 1 && work >= parallel_split_work;
-      if (!histograms && !parallel) {
-        // A small node (most nodes of a deep tree): no histograms, nothing to combine.
+      if (!parallel && m < small_node) {
+        // A small node (most nodes of a deep tree): one feature after the other, nothing to
+        // gather, group or combine.
         Split best;
-        for (const std::size_t f : chosen) best = sorted_split(f, begin, end, gs, hs, min_gain, best, scratch[0]);
+        Scratch& s = scratch[0];
+        for (const std::size_t f : chosen) {
+          const std::size_t nb = x.bins(f);
+          if (4 * m < nb) {
+            best = sorted_split(f, begin, end, gs, hs, min_gain, best, s);
+            continue;
+          }
+          s.hist.assign(nb, Bin{});
+          const auto codes = x.codes(f);
+          for (std::size_t i = begin; i < end; ++i) {
+            Bin& b = s.hist[codes[rows[i]]];
+            b.g += g[rows[i]];
+            b.h += h[rows[i]];
+            ++b.n;
+          }
+          best = histogram_split(f, s.hist.data(), m, gs, hs, min_gain, best);
+        }
         return best;
       }
       if (histograms) {
@@ -476,8 +498,7 @@ class RegressionTree {
         std::size_t js[group];
         for (std::size_t j = lo, c = 0; j < hi; ++j)
           if (4 * m >= x.bins(chosen[j])) js[c++] = j;
-        s.hist_gh.assign(offsets[count], GradientPair{0.0, 0.0});
-        s.hist_n.assign(offsets[count], 0);
+        s.hist.assign(offsets[count], Bin{});
         static_assert(group == 4, "fill_histograms is instantiated for 1 to 4 features");
         switch (count) {
           case 1: fill_histograms<1>(js, offsets, begin, end, s); break;
@@ -491,8 +512,7 @@ class RegressionTree {
         const std::size_t f = chosen[j];
         best = 4 * m < x.bins(f)
                    ? sorted_split(f, begin, end, gs, hs, min_gain, best, s)
-                   : histogram_split(f, s.hist_gh.data() + offsets[hist_of[j - lo]],
-                                     s.hist_n.data() + offsets[hist_of[j - lo]], m, gs, hs, min_gain, best);
+                   : histogram_split(f, s.hist.data() + offsets[hist_of[j - lo]], m, gs, hs, min_gain, best);
         feature_best[j] = best;
       }
       return best;
@@ -504,12 +524,10 @@ class RegressionTree {
     void fill_histograms(const std::size_t* js, const std::size_t* offsets, std::size_t begin,
                          std::size_t end, Scratch& s) const {
       const std::uint16_t* codes[G];
-      GradientPair* hist_gh[G];
-      std::uint32_t* hist_n[G];
+      Bin* hist[G];
       for (std::size_t c = 0; c < G; ++c) {
         codes[c] = x.codes(chosen[js[c]]).data();
-        hist_gh[c] = s.hist_gh.data() + offsets[c];
-        hist_n[c] = s.hist_n.data() + offsets[c];
+        hist[c] = s.hist.data() + offsets[c];
       }
       const std::uint32_t* r = rows.data() + begin;
       const std::size_t m = end - begin;
@@ -517,10 +535,10 @@ class RegressionTree {
         const GradientPair gh = node_gh[i];
         const std::uint32_t row = r[i];
         for (std::size_t c = 0; c < G; ++c) {
-          const std::uint16_t b = codes[c][row];
-          hist_gh[c][b].g += gh.g;
-          hist_gh[c][b].h += gh.h;
-          ++hist_n[c][b];
+          Bin& b = hist[c][codes[c][row]];
+          b.g += gh.g;
+          b.h += gh.h;
+          ++b.n;
         }
       }
     }
@@ -547,17 +565,17 @@ class RegressionTree {
     }
 
     // The best of `start` and the splits of feature f, from its histogram.
-    Split histogram_split(std::size_t f, const GradientPair* hist_gh, const std::uint32_t* hist_n,
-                          std::size_t m, double gs, double hs, double min_gain, const Split& start) const {
+    Split histogram_split(std::size_t f, const Bin* hist, std::size_t m, double gs, double hs,
+                          double min_gain, const Split& start) const {
       const std::size_t nb = x.bins(f);
       return scan_splits(f, m, gs, hs, min_gain, start, [&](auto& consider) {
         double gl = 0, hl = 0;
         std::size_t nl = 0;
         for (std::size_t b = 0; b + 1 < nb; ++b) {
-          if (hist_n[b] == 0) continue;
-          gl += hist_gh[b].g;
-          hl += hist_gh[b].h;
-          nl += hist_n[b];
+          if (hist[b].n == 0) continue;
+          gl += hist[b].g;
+          hl += hist[b].h;
+          nl += hist[b].n;
           consider(gl, hl, nl, b);
         }
       });

@@ -219,3 +219,18 @@ TEST_CASE("bad annealing parameters are rejected") {
   tunekit::Rng rng(1);
   CHECK_THROWS_AS((void)sa.propose(fx.ctx(), 4, rng), std::invalid_argument);
 }
+
+TEST_CASE("an exception from the score function reaches the caller, in parallel or not") {
+  Fixture fx;
+  tunekit::SearchContext ctx{fx.space, fx.history, fx.visited,
+                             [](std::span<const Config> cs) -> std::vector<double> {
+                               if (cs.size() < 128) throw std::runtime_error("model broke");
+                               return std::vector<double>(cs.size(), 0.0);
+                             },
+                             1.0, {}, 1.0};
+  for (double parallel_min_seconds : {0.0, std::numeric_limits<double>::infinity()}) {
+    tunekit::AnnealingSearch sa({.parallel_min_seconds = parallel_min_seconds});
+    tunekit::Rng rng(1);
+    CHECK_THROWS_WITH_AS((void)sa.find_maximums(ctx, 8, rng), "model broke", std::runtime_error);
+  }
+}

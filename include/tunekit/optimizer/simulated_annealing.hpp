@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -122,15 +123,25 @@ class AnnealingSearch {
                           initial_scoring_seconds >= params_.parallel_min_seconds;
     std::size_t k = 0, k_last_modify = 0;
     while (k < params_.n_iter && k < k_last_modify + params_.early_stop) {
-      // The chains are walked and scored in fixed blocks, in parallel when that pays.
+      // The chains are walked and scored in fixed blocks, in parallel when that pays. An
+      // exception may not leave an OpenMP region: the first one is kept and rethrown after it.
+      std::exception_ptr error;
 #pragma omp parallel for schedule(static) if (parallel)
       for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
-        const std::size_t lo = static_cast<std::size_t>(b) * params_.block_size;
-        const std::size_t hi = std::min(chains, lo + params_.block_size);
-        for (std::size_t c = lo; c < hi; ++c) next[c] = random_walk(space, points_[c], chain_rng[c]);
-        const auto block_scores = ctx.score(std::span<const Config>(next).subspan(lo, hi - lo));
-        std::copy(block_scores.begin(), block_scores.end(), next_scores.begin() + static_cast<std::ptrdiff_t>(lo));
+        try {
+          const std::size_t lo = static_cast<std::size_t>(b) * params_.block_size;
+          const std::size_t hi = std::min(chains, lo + params_.block_size);
+          for (std::size_t c = lo; c < hi; ++c) next[c] = random_walk(space, points_[c], chain_rng[c]);
+          const auto block_scores = ctx.score(std::span<const Config>(next).subspan(lo, hi - lo));
+          if (block_scores.size() != hi - lo)
+            throw std::logic_error("AnnealingSearch: the score function returned the wrong number of scores");
+          std::copy(block_scores.begin(), block_scores.end(), next_scores.begin() + static_cast<std::ptrdiff_t>(lo));
+        } catch (...) {
+#pragma omp critical(tunekit_annealing_error)
+          if (!error) error = std::current_exception();
+        }
       }
+      if (error) std::rethrow_exception(error);
       for (std::size_t i = 0; i < chains; ++i) {
         const double accept = std::exp(std::min((next_scores[i] - scores[i]) / (t + 1e-5), 1.0));
         if (uniform_real(chain_rng[i]) < accept) {

@@ -33,12 +33,12 @@ def fmt(v):
     return ">400" if v is None else f"{v:.0f}"
 for ds in sorted({r["dataset"] for r in runs}):
     print(f"\n#### {ds.removesuffix('.csv')}\n")
-    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 | s/run |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in sorted((r for r in runs if r["dataset"] == ds), key=lambda r: r["file"].split("-")[-1], reverse=True):
         plan = r["file"].split("-")[-1]
         m = r["score_median"]
         cells = " | ".join(f"{m[b]:.3f}" for b in ("25", "50", "100", "200", "400"))
         print(f"| {r['tuner']} | {plan if r['tuner'] != 'random' else '-'} | {cells} | "
-              f"{fmt(r['evals_to_95_median'])} | {fmt(r['evals_to_99_median'])} | {r['wall_seconds_per_run']:.2f} |")
+              f"{fmt(r['evals_to_95_median'])} | {fmt(r['evals_to_99_median'])} |")
 PY

@@ -33,7 +33,7 @@ options:
   --threads P       OpenMP threads (oneDNN gets as many)                   [all cores]
   --runs R          timed runs of the final comparison (median)            [21]
   --seed X          seed of the search and of the random data              [1]
-  --tuner NAME      adatune, autotvm or random (docs/concepts.md)           [adatune]
+  --tuner NAME      adatune, rfei-csa, autotvm or random (docs/concepts.md) [adatune]
   --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_conv2d.jsonl]
   --curve FILE      tuning curve CSV                            [tune_conv2d_curve.csv]
@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
                                 .log = log,
                                 .curve = curve,
                                 .seed = seed,
-                                .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0}})
+                                .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0},
+                                .adaptive = {.max_runs = 100, .batch = 5, .timeout_seconds = 5.0}})
             .result;
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d: no configuration succeeded\n");

@@ -36,7 +36,7 @@ options:
   --seconds S       stop after S seconds of tuning (measurement + search)  [150]
   --threads P       OpenMP threads (OpenBLAS and Eigen get as many)        [all cores]
   --seed X          seed of the search and of the random matrices          [1]
-  --tuner NAME      adatune, autotvm or random (docs/concepts.md)           [adatune]
+  --tuner NAME      adatune, rfei-csa, autotvm or random (docs/concepts.md) [adatune]
   --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_gemm.jsonl]
   --curve FILE      tuning curve CSV                            [tune_gemm_curve.csv]
@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
                                                 .curve = curve,
                                                 .seed = seed,
                                                 // Over 5 s for a measurement: a timeout.
-                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0}})
+                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0},
+                                                // One run (milliseconds here) per micro-batch.
+                                                .adaptive = {.max_runs = 10, .batch = 1, .timeout_seconds = 5.0}})
                             .result;
     if (!result.best) {
       std::fprintf(stderr, "tune_gemm: no configuration succeeded\n");

@@ -9,14 +9,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace examples {
 
 /// The presets a program accepts for --tuner.
-inline const char* const tuner_names = "adatune, autotvm, random";
+inline const char* const tuner_names = "adatune, rfei-csa, autotvm, random";
 inline bool known_tuner(const std::string& name) {
-  return name == "adatune" || name == "autotvm" || name == "random";
+  return name == "adatune" || name == "rfei-csa" || name == "autotvm" || name == "random";
 }
 
 struct TuningSetup {
@@ -27,7 +29,10 @@ struct TuningSetup {
   bool resume = false;
   std::string log, curve;
   std::uint64_t seed = 1;
+  /// Measurement of the presets that measure deterministically (all but adatune) ...
   tunekit::DeterministicParams evaluator{};
+  /// ... and of adatune's adaptive evaluator.
+  tunekit::AdaptiveCVParams adaptive{};
 };
 
 struct TuningOutcome {
@@ -37,8 +42,14 @@ struct TuningOutcome {
 
 template <class TunerT, class K>
 TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
+  typename TunerT::Evaluator evaluator = [&] {
+    if constexpr (std::is_same_v<typename TunerT::Evaluator, tunekit::AdaptiveCV>)
+      return tunekit::AdaptiveCV(s.adaptive);
+    else
+      return tunekit::Deterministic(s.evaluator);
+  }();
   TunerT tuner(kernel.space(), {.budget = {.trials = s.budget, .seconds = s.seconds}, .plan_size = s.plan_size},
-               {.evaluator = tunekit::Deterministic(s.evaluator)});
+               {.evaluator = std::move(evaluator)});
   if (!s.resume) std::filesystem::remove(s.log);
   const auto resumed = tunekit::resume(tuner, s.log, kernel.name());
   if (resumed) std::printf("resumed %zu measurements from %s\n", resumed, s.log.c_str());
@@ -46,14 +57,18 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   TuningOutcome out;
   out.result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
                           tunekit::CurveRecorder(s.curve));
+  double measuring = 0.0;
+  std::size_t timed_runs = 0;
   for (const auto& t : tuner.history()) {
     out.failed += !t.measurement.ok();
     out.wrong += t.measurement.status == tunekit::Status::wrong_result;
+    measuring += t.measurement.cost;
+    timed_runs += t.measurement.samples.size();
   }
-  std::printf("%zu configurations measured (%s; %.1f s of it searching); %zu failed (%zu wrong results); "
-              "log %s, curve %s\n",
-              out.result.trials, tunekit::to_string(out.result.reason), tuner.search_seconds(), out.failed,
-              out.wrong, s.log.c_str(), s.curve.c_str());
+  std::printf("%zu configurations measured (%s; %.1f s of it searching, %.1f s measuring, %zu timed runs); "
+              "%zu failed (%zu wrong results); log %s, curve %s\n",
+              out.result.trials, tunekit::to_string(out.result.reason), tuner.search_seconds(), measuring,
+              timed_runs, out.failed, out.wrong, s.log.c_str(), s.curve.c_str());
   return out;
 }
 
@@ -62,6 +77,7 @@ template <class K>
 TuningOutcome tune(K& kernel, const TuningSetup& s) {
   std::printf("tuner: %s, %zu configurations per round\n", s.tuner.c_str(), s.plan_size);
   if (s.tuner == "adatune") return tune_with<tunekit::AdaTuneTuner>(kernel, s);
+  if (s.tuner == "rfei-csa") return tune_with<tunekit::RfEiCsaTuner>(kernel, s);
   if (s.tuner == "autotvm") return tune_with<tunekit::AutoTvmTuner>(kernel, s);
   return tune_with<tunekit::RandomSearchTuner>(kernel, s);
 }

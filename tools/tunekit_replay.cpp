@@ -34,7 +34,14 @@ options:
   --budget N             distinct configs measured per run, failed ones included  [400]
   --seeds S              runs with seeds 0 .. S-1                                 [25]
   --flop F               FLOP per kernel run, to print GFLOPS                     [unknown]
-  --evaluator NAME       measurement policy: deterministic                        [deterministic]
+  --evaluator NAME       measurement policy: preset (the tuner's own), deterministic
+                         (warm-up 1, --repeat runs) or adaptive (AdaTune's AdaptiveCV:
+                         warm-up 1, micro-batches of --batch runs, at most --max-runs,
+                         until the throughput's CV < --cv-threshold)              [preset]
+  --repeat N             runs per config of deterministic                         [3]
+  --max-runs N           adaptive: most runs per config (AdaTune's n)             [500]
+  --batch N              adaptive: runs per micro-batch (AdaTune's B)             [50]
+  --cv-threshold X       adaptive: stopping threshold                             [0.1]
   --overhead SECONDS     simulated cost per config on top of its run times        [1.0]
   --out trials.csv       one row per (seed, trial)
   --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
@@ -44,8 +51,8 @@ options:
 
 struct Args {
   std::string dataset, tuner, evaluator, out, summary_json;
-  std::size_t budget, seeds, plan_size;
-  double flop, overhead;
+  std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
+  double flop, overhead, cv_threshold;
   bool quiet;
 };
 
@@ -53,7 +60,11 @@ Args parse(tunekit::cli::CommandLine& cl) {
   Args a;
   a.dataset = cl.text("--dataset", "");
   a.tuner = cl.text("--tuner", "random");
-  a.evaluator = cl.text("--evaluator", "deterministic");
+  a.evaluator = cl.text("--evaluator", "preset");
+  a.repeat = cl.count("--repeat", 3);
+  a.max_runs = cl.count("--max-runs", 500);
+  a.batch = cl.count("--batch", 50);
+  a.cv_threshold = cl.real("--cv-threshold", 0.1);
   a.out = cl.text("--out", "");
   a.summary_json = cl.text("--summary-json", "");
   a.budget = cl.count("--budget", 400);
@@ -64,18 +75,32 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.quiet = cl.flag("--quiet");
   cl.reject_unknown();
   if (a.dataset.empty()) cl.fail("--dataset is required");
-  if (a.evaluator != "deterministic")
-    cl.fail("unknown evaluator '" + a.evaluator + "' (available: deterministic)");
+  if (a.evaluator != "preset" && a.evaluator != "deterministic" && a.evaluator != "adaptive")
+    cl.fail("unknown evaluator '" + a.evaluator + "' (available: preset, deterministic, adaptive)");
   return a;
 }
 
 using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, const Args&, tunekit::Rng&)>;
 
 template <class TunerT>
+tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng,
+                             typename TunerT::Evaluator evaluator) {
+  TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size},
+               {.evaluator = std::move(evaluator)});
+  return tunekit::replay_trace(tuner, kernel, rng);
+}
+
+template <class TunerT>
 RunFn runner() {
   return [](tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng) {
-    TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size});
-    return tunekit::replay_trace(tuner, kernel, rng);
+    if (a.evaluator == "deterministic")
+      return run_one<tunekit::WithEvaluator<TunerT, tunekit::Deterministic>>(
+          kernel, a, rng, tunekit::Deterministic({.warmup = 1, .repeat = a.repeat}));
+    if (a.evaluator == "adaptive")
+      return run_one<tunekit::WithEvaluator<TunerT, tunekit::AdaptiveCV>>(
+          kernel, a, rng,
+          tunekit::AdaptiveCV({.max_runs = a.max_runs, .batch = a.batch, .threshold = a.cv_threshold}));
+    return run_one<TunerT>(kernel, a, rng, typename TunerT::Evaluator());
   };
 }
 
@@ -151,6 +176,7 @@ int main(int argc, char** argv) {
     nlohmann::json summary;
     summary["dataset"] = std::filesystem::path(args.dataset).filename().string();
     summary["tuner"] = args.tuner;
+    summary["evaluator"] = args.evaluator;
     summary["seeds"] = args.seeds;
     summary["budget"] = args.budget;
     summary["optimum_ms"] = kernel.optimum_ms();
@@ -180,6 +206,16 @@ int main(int argc, char** argv) {
     summary["evals_to_95_median"] = median_or_null(e95);
     summary["evals_to_99_median"] = median_or_null(e99);
     summary["wall_seconds_per_run"] = wall / static_cast<double>(traces.size());
+    std::vector<double> t95, t_total;
+    for (const auto& t : traces) {
+      t95.push_back(tunekit::measure_seconds_to(t, 0.95));
+      t_total.push_back(tunekit::measure_seconds(t));
+    }
+    summary["measure_seconds_to_95_median"] = median_or_null(t95);
+    summary["measure_seconds_median"] = median_or_null(t_total);
+    std::printf("simulated measurement seconds to 0.95: %s, in all: %s (median over seeds)\n",
+                summary["measure_seconds_to_95_median"].dump().c_str(),
+                summary["measure_seconds_median"].dump().c_str());
     std::printf("evals to 0.95: %s, to 0.99: %s (median over seeds; null: not reached by half)\n",
                 summary["evals_to_95_median"].dump().c_str(),
                 summary["evals_to_99_median"].dump().c_str());

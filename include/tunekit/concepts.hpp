@@ -46,6 +46,16 @@ concept PreparableKernel = Kernel<K> && requires(K& k, const Config& c) {
   { k.prepare(c) } -> std::same_as<RunResult>;
 };
 
+/// A kernel that checks its own output: `RunResult verify(const Config&)` returns ok, or
+/// `wrong_result` (with the error in the text) when the output of the last run differs from a
+/// reference beyond the kernel's tolerance. Evaluators call it once per measurement, after the
+/// first run request (the warm-up, or the first timed runs), so a wrong configuration costs one
+/// run and is never chosen as best.
+template <class K>
+concept VerifiableKernel = Kernel<K> && requires(K& k, const Config& c) {
+  { k.verify(c) } -> std::same_as<RunResult>;
+};
+
 template <class K>
 constexpr bool check_kernel() {
   static_assert(requires(const K& k) { { k.space() } -> std::convertible_to<const SearchSpace&>; },

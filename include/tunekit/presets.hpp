@@ -4,6 +4,7 @@
 
 #include "tunekit/acquisition/expected_improvement.hpp"
 #include "tunekit/acquisition/predicted_mean.hpp"
+#include "tunekit/evaluator/adaptive_cv.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/optimizer/contextual_annealing.hpp"
 #include "tunekit/optimizer/grid_search.hpp"
@@ -32,8 +33,8 @@ using RfEiSaTuner = Tuner<RandomForest, ExpectedImprovement, SimulatedAnnealing,
 using RfEiCsaTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, Deterministic>;
 
 /// AdaTune: forest with jackknife variance, expected improvement, contextual simulated
-/// annealing. AdaTune also measures with its adaptive evaluator (AdaptiveCV); until that exists
-/// this preset measures deterministically and equals RfEiCsaTuner.
-using AdaTuneTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, Deterministic>;
+/// annealing, and the adaptive evaluator (AdaptiveCV: micro-batches until the throughput's
+/// coefficient of variation is below 0.1).
+using AdaTuneTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, AdaptiveCV>;
 
 }  // namespace tunekit

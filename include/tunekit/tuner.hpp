@@ -341,4 +341,18 @@ class Tuner {
   double search_seconds_ = 0.0;
 };
 
+namespace detail {
+template <class TunerT, class E>
+struct RebindEvaluator;
+template <class S, class A, class O, class Old, class E>
+struct RebindEvaluator<Tuner<S, A, O, Old>, E> {
+  using type = Tuner<S, A, O, E>;
+};
+}  // namespace detail
+
+/// The tuner TunerT with its evaluator swapped for E, e.g. `WithEvaluator<AutoTvmTuner,
+/// AdaptiveCV>` or `WithEvaluator<AdaTuneTuner, Isolated<AdaptiveCV>>`.
+template <class TunerT, class E>
+using WithEvaluator = typename detail::RebindEvaluator<TunerT, E>::type;
+
 }  // namespace tunekit

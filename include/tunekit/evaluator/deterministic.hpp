@@ -5,11 +5,10 @@
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/evaluator/session.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,7 +26,7 @@ struct DeterministicParams {
   /// If > 0, `number` grows until one sample's runs last at least this long (AutoTVM).
   double min_repeat_ms = 0.0;
   /// If > 0, a config whose measurement exceeds this many seconds (preparation included) is a
-  /// `timeout`. Checked between kernel calls: a run that never returns needs isolation.
+  /// `timeout`. Checked between kernel calls: a run that never returns needs `Isolated`.
   double timeout_seconds = 0.0;
 
   void validate() const {
@@ -41,36 +40,6 @@ struct DeterministicParams {
 };
 
 namespace detail {
-
-/// Calls one kernel request, turning exceptions into a failure status and adding its cost
-/// (simulated if the kernel says so, else wall-clock) to `cost`.
-template <class F>
-RunResult timed_call(F&& request, Status on_exception, double& cost) {
-  const auto t0 = std::chrono::steady_clock::now();
-  RunResult r;
-  try {
-    r = request();
-  } catch (const std::exception& e) {
-    r = RunResult{.status = on_exception, .seconds = {}, .error = e.what(), .simulated_cost = -1};
-  } catch (...) {
-    r = RunResult{.status = on_exception, .seconds = {}, .error = "unknown exception",
-                  .simulated_cost = -1};
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  cost += r.simulated_cost >= 0 ? r.simulated_cost : wall;
-  return r;
-}
-
-/// Checks that a run request returned `runs` finite positive times; an error text otherwise.
-inline std::string check_times(const RunResult& r, std::size_t runs) {
-  if (r.seconds.size() != runs)
-    return "kernel returned " + std::to_string(r.seconds.size()) + " times for " +
-           std::to_string(runs) + " runs";
-  for (double s : r.seconds)
-    if (!std::isfinite(s) || s <= 0.0)
-      return "kernel returned an invalid run time (" + std::to_string(s) + " s)";
-  return {};
-}
 
 /// Mean and standard deviation of the samples with the minimum and maximum dropped when there
 /// are more than two (AutoTVM).
@@ -88,7 +57,8 @@ inline void summarise(Measurement& m) {
 
 /// Measures a config with `warmup` untimed runs and `repeat` samples of `number` runs each; the
 /// mean drops the fastest and slowest sample when there are more than two (AutoTVM's
-/// measure). A failing kernel, an exception, or an invalid time gives a failure status.
+/// measure). A failing kernel, an exception, an invalid time or a wrong output (VerifiableKernel)
+/// gives a failure status.
 class Deterministic {
  public:
   using Params = DeterministicParams;
@@ -98,44 +68,16 @@ class Deterministic {
 
   template <Kernel K>
   Measurement measure(K& kernel, const Config& c, Rng& rng) {
-    Measurement m;
-    auto fail = [&m](const RunResult& r) {
-      m.status = r.status == Status::ok ? Status::runtime_error : r.status;
-      m.error = r.error;
-      m.mean = std::numeric_limits<double>::infinity();
-      m.std = 0.0;
-      return m;
-    };
-    auto over_time = [&] { return p_.timeout_seconds > 0 && m.cost > p_.timeout_seconds; };
-    auto timeout = [&] {
-      return fail({.status = Status::timeout, .seconds = {},
-                   .error = "measurement exceeded " + std::to_string(p_.timeout_seconds) + " s",
-                   .simulated_cost = -1});
-    };
-
-    if constexpr (PreparableKernel<K>) {
-      RunResult r = detail::timed_call([&] { return kernel.prepare(c); }, Status::build_error, m.cost);
-      if (r.status != Status::ok) return fail(r);
-      if (over_time()) return timeout();
-    }
-    if (p_.warmup > 0) {
-      RunResult r = detail::timed_call([&] { return kernel.run(c, p_.warmup, rng); },
-                                       Status::runtime_error, m.cost);
-      if (r.status != Status::ok) return fail(r);
-      if (over_time()) return timeout();
-    }
+    detail::MeasureSession<K> session(kernel, c, rng, p_.timeout_seconds);
+    Measurement& m = session.measurement();
+    if (!session.start(p_.warmup)) return m;
     std::size_t number = p_.number;
     constexpr std::size_t max_number = std::size_t{1} << 24;
     while (m.samples.size() < p_.repeat) {
-      RunResult r = detail::timed_call([&] { return kernel.run(c, number, rng); },
-                                       Status::runtime_error, m.cost);
-      if (r.status != Status::ok) return fail(r);
-      if (auto err = detail::check_times(r, number); !err.empty())
-        return fail({.status = Status::runtime_error, .seconds = {}, .error = err,
-                     .simulated_cost = -1});
-      if (over_time()) return timeout();
+      const std::vector<double>* seconds = session.run(number);
+      if (!seconds) return m;
       double total_ms = 0.0;
-      for (double s : r.seconds) total_ms += s * 1e3;
+      for (double s : *seconds) total_ms += s * 1e3;
       if (p_.min_repeat_ms > 0 && total_ms < p_.min_repeat_ms && number < max_number) {
         // Too short to time reliably: scale `number` up and take this sample again.
         const double scale = std::max(2.0, std::ceil(p_.min_repeat_ms / total_ms * 1.1));
@@ -144,7 +86,7 @@ class Deterministic {
             std::min(static_cast<double>(max_number), static_cast<double>(number) * scale));
         continue;
       }
-      m.samples.push_back(stats::mean(r.seconds));
+      m.samples.push_back(stats::mean(*seconds));
     }
     detail::summarise(m);
     return m;

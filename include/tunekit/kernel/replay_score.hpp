@@ -77,6 +77,24 @@ inline double evals_to(const ReplayTrace& t, double target) {
   return std::numeric_limits<double>::infinity();
 }
 
+/// Seconds of measurement (the measurements' costs, simulated on replay; search time left out)
+/// until a trace first reached `target` score; infinity when it never did.
+inline double measure_seconds_to(const ReplayTrace& t, double target) {
+  double seconds = 0.0;
+  for (std::size_t i = 0; i < t.score.size() && i < t.trials.size(); ++i) {
+    seconds += t.trials[i].measurement.cost;
+    if (t.score[i] >= target) return seconds;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+/// Seconds of measurement of the whole trace.
+inline double measure_seconds(const ReplayTrace& t) {
+  double seconds = 0.0;
+  for (const auto& tr : t.trials) seconds += tr.measurement.cost;
+  return seconds;
+}
+
 /// The budget checkpoints of PEERS.md that are <= budget.
 inline std::vector<std::size_t> score_checkpoints(std::size_t budget) {
   std::vector<std::size_t> out;

@@ -16,7 +16,7 @@ mkdir -p "$out"
 for csv in "$datasets"/*.csv; do
   name=$(basename "$csv" .csv)
   for plan in 64 32; do
-    for tuner in random autotvm rfei-sa adatune; do
+    for tuner in random autotvm rfei-sa rfei-csa adatune; do
       if [[ $tuner == random && $plan == 32 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue

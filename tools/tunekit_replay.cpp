@@ -43,7 +43,8 @@ options:
   --batch N              adaptive: runs per micro-batch (AdaTune's B)             [50]
   --cv-threshold X       adaptive: stopping threshold                             [0.1]
   --overhead SECONDS     simulated cost per config on top of its run times        [1.0]
-  --out trials.csv       one row per (seed, trial)
+  --out trials.csv       one row per (seed, trial): its status and time, the best so far,
+                         the tuning clock, the measurement seconds so far, the score
   --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
   --quiet                no per-seed lines
   --help                 this text
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
     if (!args.out.empty()) {
       out.open(args.out);
       if (!out) cl.fail("cannot write " + args.out);
-      out << "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds\n";
+      out << "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds,measure_seconds,score\n";
     }
 
     std::vector<tunekit::ReplayTrace> traces;
@@ -155,15 +156,17 @@ int main(int argc, char** argv) {
       tunekit::Rng rng(seed);
       traces.push_back(it->second(kernel, args, rng));
       const auto& t = traces.back();
-      double best_ms = std::numeric_limits<double>::infinity();
+      double best_ms = std::numeric_limits<double>::infinity(), measuring = 0.0;
       for (std::size_t i = 0; i < t.trials.size(); ++i) {
         const auto& tr = t.trials[i];
+        measuring += tr.measurement.cost;
         const double ms = tr.measurement.ok() ? tr.measurement.mean * 1e3
                                               : std::numeric_limits<double>::infinity();
         best_ms = std::min(best_ms, ms);
         if (out.is_open()) {
-          char num[96];
-          std::snprintf(num, sizeof num, "%.6g,%.6g,%.3f", ms, best_ms, tr.tuning_seconds);
+          char num[160];
+          std::snprintf(num, sizeof num, "%.6g,%.6g,%.3f,%.6f,%.6g", ms, best_ms, tr.tuning_seconds, measuring,
+                        t.score[i]);
           out << seed << ',' << i + 1 << ',' << kernel.space().describe(tr.config) << ','
               << tunekit::to_string(tr.measurement.status) << ',' << num << '\n';
         }

@@ -49,7 +49,7 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
     std::string line;
     std::size_t rows = 0;
     std::getline(tin, line);
-    CHECK(line == "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds");
+    CHECK(line == "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds,measure_seconds,score");
     while (std::getline(tin, line)) ++rows;
     CHECK(rows == 4 * 120);
   }

@@ -82,7 +82,6 @@ std::size_t expected_runs(const std::vector<double>& samples, std::size_t batch,
 }  // namespace
 
 TEST_CASE("AdaptiveCV: constant times stop after two micro-batches with the exact mean") {
-  NoisyKernel k;
   struct Constant : NoisyKernel {
     std::vector<std::size_t> calls;
     RunResult run(const Config&, std::size_t runs, Rng&) {
@@ -105,11 +104,11 @@ TEST_CASE("AdaptiveCV: the stopping point matches an independent computation of 
   NoisyKernel k;
   for (std::size_t batch : {1, 3, 7, 10}) {
     for (double threshold : {0.02, 0.1}) {
-      const AdaptiveCV ev({.max_runs = 64, .batch = batch, .threshold = threshold, .warmup = 0});
+      AdaptiveCV ev({.max_runs = 64, .batch = batch, .threshold = threshold, .warmup = 0});
       Rng rng(batch * 100 + static_cast<std::size_t>(threshold * 1000));
       std::size_t stopped_early = 0, ran_all = 0;
       for (int rep = 0; rep < 50; ++rep) {
-        const Measurement m = AdaptiveCV(ev).measure(k, Config{1}, rng);
+        const Measurement m = ev.measure(k, Config{1}, rng);
         REQUIRE(m.ok());
         CAPTURE(batch);
         CAPTURE(threshold);

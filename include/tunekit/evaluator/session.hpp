@@ -80,14 +80,18 @@ class MeasureSession {
   const std::vector<double>* run(std::size_t runs) {
     last_ = timed_call([&] { return kernel_.run(config_, runs, rng_); }, Status::runtime_error,
                        m_.cost);
-    bool ok = last_.status == Status::ok ? true : fail(last_);
-    if (ok) {
-      if (auto err = check_times(last_, runs); !err.empty())
-        ok = fail({.status = Status::runtime_error, .seconds = {}, .error = err,
-                   .simulated_cost = -1});
+    if (last_.status != Status::ok) {
+      fail(last_);
+      return nullptr;
     }
-    if (ok && (!verified() || over_time())) ok = fail_or_timeout();
-    if (!ok) return nullptr;
+    if (auto err = check_times(last_, runs); !err.empty()) {
+      fail({.status = Status::runtime_error, .seconds = {}, .error = err, .simulated_cost = -1});
+      return nullptr;
+    }
+    if (!verified() || over_time()) {
+      fail_or_timeout();
+      return nullptr;
+    }
     return &last_.seconds;
   }
 

@@ -320,3 +320,82 @@ TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full
         }
   }
 }
+
+TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes") {
+  // 1x1 kernels without padding, stride 1 and 2 (and mixed), output positions and channels that
+  // are no multiple of the vector width or of any tile (63, 35, 30, 266, 108 and 49 positions),
+  // input channels over several chunks, batch 2; ResNet-18's C11 (7x7 outputs) last.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 1, .height = 7, .width = 9, .in_channels = 19, .out_channels = 37, .kernel_h = 1, .kernel_w = 1},
+      {.batch = 2, .height = 5, .width = 7, .in_channels = 70, .out_channels = 13, .kernel_h = 1, .kernel_w = 1},
+      {.batch = 2, .height = 9, .width = 11, .in_channels = 21, .out_channels = 23, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 28, .width = 37, .in_channels = 5, .out_channels = 40, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 6, .width = 35, .in_channels = 9, .out_channels = 17, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 1, .stride_w = 2},
+      tunekit::cpu::resnet18_conv2d_task("resnet18.C11").shape,
+  };
+  tunekit::Rng rng(77);
+  std::set<std::string> seen;  // knob=value pairs covered
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 13});
+    const auto layout = k.space().knob_index("layout");
+    for (int i = 0; i < 30; ++i) {
+      Config c = k.space().sample(rng);
+      while (k.space().knob(layout).to_string(c[layout]) != "gemm1x1") c = k.space().sample(rng);
+      CAPTURE(k.space().describe(c));
+      const auto r = k.prepare(c);  // within the tolerance of conv2d_reference, element by element
+      CHECK(r.status == Status::ok);
+      CHECK(r.error.empty());
+      CHECK(worst_relative_error(k) < 1e-5);
+      const auto t = k.run(c, 2, rng);
+      REQUIRE(t.status == Status::ok);
+      CHECK(k.verify().status == Status::ok);  // the timed runs compute the same result
+      for (std::size_t j = 0; j < c.size(); ++j)
+        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
+    }
+  }
+  std::vector<std::string> expected{"packing=shared", "packing=per_thread", "loop_order=ic_oc_ow",
+                                    "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc", "parallel=oh",
+                                    "parallel=oc_oh", "parallel=oh_oc", "schedule=static", "schedule=dynamic"};
+  for (auto [rows, vectors] : tunekit::cpu::conv2d_gemm_tiles)
+    expected.push_back("gemm_tile=" + std::to_string(rows) + "x" + std::to_string(vectors));
+  for (const auto& v : expected) {
+    CAPTURE(v);
+    CHECK(seen.contains(v));
+  }
+}
+
+TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
+  auto gemm_configs = [](const Conv2dShape& shape) {
+    const auto space = tunekit::cpu::conv2d_space(shape);
+    tunekit::Rng rng(3);
+    int gemm = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const auto p = tunekit::cpu::conv2d_params(space, space.sample(rng));
+      if (p.layout == tunekit::cpu::Conv2dLayout::gemm1x1) {
+        ++gemm;
+        CHECK(p.in_cblock == 1);
+        CHECK(tunekit::cpu::is_conv2d_gemm_tile(p.oc_rows, p.p_vectors));
+      }
+    }
+    return gemm;
+  };
+  CHECK(gemm_configs(tunekit::cpu::resnet18_conv2d_task("resnet18.C3").shape) > 0);
+  CHECK(gemm_configs(tunekit::cpu::resnet18_conv2d_task("resnet18.C8").shape) > 0);
+  CHECK(gemm_configs(tunekit::cpu::resnet18_conv2d_task("resnet18.C6").shape) == 0);
+  const Conv2dShape padded{.batch = 1, .height = 5, .width = 5, .in_channels = 4, .out_channels = 4,
+                           .kernel_h = 1, .kernel_w = 1, .pad_h = 1, .pad_w = 1};
+  CHECK(gemm_configs(padded) == 0);
+  tunekit::cpu::Conv2dParams p;
+  p.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
+  p.in_cblock = 1;
+  CHECK_NOTHROW(p.validate());
+  std::vector<float> w(4 * 4 * 9, 1.0f);
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dPlan(padded, p, w.data(), 1), doctest::Contains("1x1 kernel"),
+                       std::invalid_argument);
+  p.oc_rows = 5;  // no such tile
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("gemm1x1 tile"), std::invalid_argument);
+}

@@ -26,10 +26,28 @@
 /// or one copy per thread. Weights are always packed into [oc tile][tap][oc_vectors x simd_width]
 /// panels when a configuration is prepared (inference with pre-packed weights); input packing,
 /// when chosen, and the write of the accumulators into the NCHW output are part of every run.
+///
+/// `gemm1x1`, for a 1x1 kernel without padding, computes the convolution of each image as the
+/// GEMM out[oc][p] = sum_ic w[oc][ic] x in[ic][pixel(p)] over its output positions p, with the
+/// register-blocked micro-kernel of tunekit/kernels/cpu/gemm.hpp vectorised over output
+/// positions: a tile of `oc_rows` output channels x `p_vectors` vectors of positions, each
+/// reduction step `p_vectors` vector loads of input, `oc_rows` broadcast weights and
+/// oc_rows x p_vectors fused multiply-adds. The output positions of an NCHW plane are
+/// contiguous, so tiles are stored straight into the NCHW output (no accumulator, no
+/// transposition). The last tile of a plane has fewer vectors where the positions run out; a
+/// partial last vector goes, when oc_rows is a multiple of simd_width, to the inner kernel of the
+/// direct layouts (its positions x oc_rows channels, vectorised over the channels), otherwise the
+/// tile is computed aside and its valid part copied. With stride 1 the input is read in place (its pixels are contiguous too); with any
+/// other stride the pixels read are packed into a compact [n][ic][p] copy first (shared among the
+/// threads or one per thread, as `packing` says). The weights are packed into [oc tile][ic]
+/// [oc_rows] panels when the configuration is prepared. Blocks, chunks of input channels, loop
+/// order and parallel loop are the same knobs as for the direct layouts, over (output channels,
+/// positions of the image taken as one row).
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/kernel/status.hpp"
 #include "tunekit/kernels/cpu/buffer.hpp"
+#include "tunekit/kernels/cpu/gemm.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"
 #include "tunekit/space/search_space.hpp"
 
@@ -127,8 +145,9 @@ struct Conv2dShape {
 
 /// The input layout the convolution reads.
 enum class Conv2dLayout {
-  nchw,  ///< the NCHW input in place; edge tiles read a zero-padded copy of their window
-  nchwc  ///< a zero-padded NCHW[in_cblock]c copy, packed at the start of every run
+  nchw,    ///< the NCHW input in place; edge tiles read a zero-padded copy of their window
+  nchwc,   ///< a zero-padded NCHW[in_cblock]c copy, packed at the start of every run
+  gemm1x1  ///< 1x1 kernels without padding: a GEMM over output positions (see the \file comment)
 };
 
 /// Who packs the input of the nchwc layout.
@@ -169,6 +188,22 @@ inline constexpr int vector_registers = 32;
 inline constexpr int vector_registers = 16;
 #endif
 
+/// The register tiles of the gemm1x1 layout: (output channels, vectors of simd_width output
+/// positions). Each tile's accumulators, its vectors of input and one broadcast weight fit the
+/// target's vector registers: rows x vectors + vectors + 1 <= vector_registers.
+#if defined(__AVX512F__) || defined(__aarch64__)
+inline constexpr std::array<std::pair<int, int>, 6> conv2d_gemm_tiles{{{4, 4}, {6, 4}, {8, 3}, {12, 2}, {14, 2}, {16, 1}}};
+#else
+inline constexpr std::array<std::pair<int, int>, 6> conv2d_gemm_tiles{{{4, 2}, {6, 2}, {4, 3}, {8, 1}, {12, 1}, {14, 1}}};
+#endif
+
+/// Whether (oc_rows, p_vectors) is a register tile of the gemm1x1 layout.
+constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
+  for (auto [r, v] : conv2d_gemm_tiles)
+    if (r == oc_rows && v == p_vectors) return true;
+  return false;
+}
+
 /// Registers an inner-kernel tile needs: its accumulators, a vector of weights per output-channel
 /// vector and one broadcast input value.
 constexpr int conv2d_tile_registers(int ow_tile, int oc_vectors) noexcept {
@@ -201,6 +236,13 @@ struct Conv2dParams {
   int oh_block = 1;
   /// Input channels per chunk of the reduction.
   int ic_block = 64;
+  /// Register tile of the gemm1x1 layout (a pair of conv2d_gemm_tiles): output channels, and
+  /// vectors of simd_width output positions. With gemm1x1, a block holds `oc_tiles` tiles of
+  /// oc_rows channels times `ow_tiles` tiles of p_vectors x simd_width positions (the output
+  /// positions of an image taken as one row); ow_tile, oc_vectors, oh_block, in_cblock and the
+  /// reduction order are unused.
+  int oc_rows = conv2d_gemm_tiles[1].first;
+  int p_vectors = conv2d_gemm_tiles[1].second;
   Conv2dReduction reduction = Conv2dReduction::kh_kw_ic;
   Conv2dLoopOrder loop_order = Conv2dLoopOrder::ic_ow_oc;
   Conv2dParallel parallel = Conv2dParallel::oc_oh;
@@ -209,10 +251,13 @@ struct Conv2dParams {
 
   /// Throws std::invalid_argument naming the bad field.
   void validate() const {
-    if (layout == Conv2dLayout::nchw && in_cblock != 1)
-      throw std::invalid_argument("Conv2dParams: in_cblock must be 1 for the nchw layout");
+    if (layout != Conv2dLayout::nchwc && in_cblock != 1)
+      throw std::invalid_argument("Conv2dParams: in_cblock must be 1 for the nchw and gemm1x1 layouts");
     if (layout == Conv2dLayout::nchw && packing != Conv2dPacking::shared)
       throw std::invalid_argument("Conv2dParams: the nchw layout packs nothing (packing must be shared)");
+    if (layout == Conv2dLayout::gemm1x1 && !is_conv2d_gemm_tile(oc_rows, p_vectors))
+      throw std::invalid_argument("Conv2dParams: no gemm1x1 tile of " + std::to_string(oc_rows) +
+                                  " channels x " + std::to_string(p_vectors) + " vectors");
     if (in_cblock < 1 || in_cblock > 16 || (in_cblock & (in_cblock - 1)) != 0)
       throw std::invalid_argument("Conv2dParams: in_cblock must be 1, 2, 4, 8 or 16");
     if (!is_conv2d_tile(ow_tile, oc_vectors))
@@ -435,6 +480,34 @@ void conv2d_write_block(const float* acc, std::size_t acc_row_stride, std::size_
   }
 }
 
+/// The gemm1x1 micro-kernel with R vectors of positions for a tile of NV (R <= NV: the last,
+/// narrower tile of a row of positions), or null.
+template <int MR, int R, int NV>
+constexpr MicroKernel conv2d_gemm_kernel_or_null() {
+  if constexpr (R <= NV)
+    return &micro_kernel<MR, R, 4, true>;
+  else
+    return nullptr;
+}
+
+/// The micro-kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1 (1 to
+/// p_vectors vectors; null beyond). Throws std::invalid_argument for a tile not in
+/// conv2d_gemm_tiles.
+template <std::size_t I = 0>
+std::array<MicroKernel, 4> conv2d_gemm_kernels(int oc_rows, int p_vectors) {
+  if constexpr (I < conv2d_gemm_tiles.size()) {
+    constexpr int MR = conv2d_gemm_tiles[I].first, NV = conv2d_gemm_tiles[I].second;
+    static_assert(MR * NV + NV + 1 <= vector_registers && NV <= 4);
+    if (oc_rows == MR && p_vectors == NV)
+      return {conv2d_gemm_kernel_or_null<MR, 1, NV>(), conv2d_gemm_kernel_or_null<MR, 2, NV>(),
+              conv2d_gemm_kernel_or_null<MR, 3, NV>(), conv2d_gemm_kernel_or_null<MR, 4, NV>()};
+    return conv2d_gemm_kernels<I + 1>(oc_rows, p_vectors);
+  } else {
+    throw std::invalid_argument("Conv2dPlan: no gemm1x1 tile of " + std::to_string(oc_rows) + " x " +
+                                std::to_string(p_vectors));
+  }
+}
+
 }  // namespace detail
 
 /// A configuration of the convolution made ready to run on one shape: weights packed, offset
@@ -449,6 +522,10 @@ class Conv2dPlan {
     s_.validate();
     p_.validate();
     if (threads < 1) throw std::invalid_argument("Conv2dPlan: threads must be at least 1");
+    if (p_.layout == Conv2dLayout::gemm1x1) {
+      set_up_gemm(weights);
+      return;
+    }
     tile_ = detail::find_conv2d_tile(p_.ow_tile, p_.oc_vectors);
     if (!tile_) throw std::invalid_argument("Conv2dPlan: no inner kernel for this tile");
 
@@ -515,6 +592,10 @@ class Conv2dPlan {
 
   /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.
   void operator()(const float* input, float* output) {
+    if (gemm_) {
+      run_gemm(input, output);
+      return;
+    }
     omp_set_schedule(p_.schedule, 0);
 #pragma omp parallel num_threads(threads_)
     {
@@ -590,6 +671,231 @@ class Conv2dPlan {
     // The window in `window`: batch, chunk, row and tile it holds (none at first).
     std::size_t key[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
   };
+
+  // The gemm1x1 layout: out[n][oc][p] = sum_ic w[oc][ic] x[n][ic][pixel(p)] over the P output
+  // positions p of an image, pixel(p) = (p / OW) stride_h W + (p % OW) stride_w. Weights are
+  // packed into [oc tile][ic][oc_rows] panels (zero past the last channel); the input is read in
+  // place (stride 1) or from a compact [n][ic][p] copy of the pixels read (any other stride),
+  // rows padded to ppad_ (a multiple of simd_width) with zeros.
+  void set_up_gemm(const float* weights) {
+    if (s_.kernel_h != 1 || s_.kernel_w != 1 || s_.pad_h != 0 || s_.pad_w != 0)
+      throw std::invalid_argument("Conv2dPlan: the gemm1x1 layout needs a 1x1 kernel without padding");
+    if (p_.in_cblock != 1) throw std::invalid_argument("Conv2dPlan: the gemm1x1 layout needs in_cblock 1");
+    gemm_ = true;
+    gemm_kernels_ = detail::conv2d_gemm_kernels(p_.oc_rows, p_.p_vectors);
+    oh_ = s_.out_height();
+    ow_ = s_.out_width();
+    positions_ = oh_ * ow_;
+    ppad_ = (positions_ + simd_width - 1) / simd_width * simd_width;
+    mr_ = static_cast<std::size_t>(p_.oc_rows);
+    nr_ = static_cast<std::size_t>(p_.p_vectors * simd_width);
+    oc_tiles_total_ = (s_.out_channels + mr_ - 1) / mr_;
+    ow_tiles_total_ = (positions_ + nr_ - 1) / nr_;
+    oc_tiles_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oc_tiles), oc_tiles_total_);
+    ow_tiles_ = std::min<std::size_t>(static_cast<std::size_t>(p_.ow_tiles), ow_tiles_total_);
+    ic_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.ic_block), s_.in_channels);
+    oc_blocks_ = (oc_tiles_total_ + oc_tiles_ - 1) / oc_tiles_;
+    ow_blocks_ = (ow_tiles_total_ + ow_tiles_ - 1) / ow_tiles_;
+    compact_ = s_.stride_h != 1 || s_.stride_w != 1;
+    per_thread_copy_ = compact_ && p_.packing == Conv2dPacking::per_thread;
+    const std::size_t IC = s_.in_channels;
+    if (compact_) {
+      packed_size_ = (s_.batch * IC * ppad_ + 15) / 16 * 16;
+      packed_input_ = AlignedBuffer(packed_size_ * (per_thread_copy_ ? static_cast<std::size_t>(threads_) : 1));
+      std::fill(packed_input_.data(), packed_input_.data() + packed_input_.size(), 0.0f);
+    }
+    packed_weights_ = AlignedBuffer(oc_tiles_total_ * IC * mr_);
+    for (std::size_t ot = 0; ot < oc_tiles_total_; ++ot)
+      for (std::size_t c = 0; c < IC; ++c)
+        for (std::size_t i = 0; i < mr_; ++i) {
+          const std::size_t oc = ot * mr_ + i;
+          packed_weights_[(ot * IC + c) * mr_ + i] = oc < s_.out_channels ? weights[oc * IC + c] : 0.0f;
+        }
+    // The partial last vector of positions of a plane, when oc_rows is whole vectors: the inner
+    // kernel of the direct layouts over its positions x oc_rows / simd_width vectors of channels
+    // (the packed weights are its [tap][channels] panels), rather than a whole vector of positions.
+    const std::size_t rest = positions_ % simd_width;
+    if (rest != 0 && mr_ % simd_width == 0) {
+      tail_ = detail::find_conv2d_tile(static_cast<int>(rest), static_cast<int>(mr_ / simd_width));
+      const std::size_t row_stride = compact_ ? ppad_ : s_.height * s_.width;
+      check_offset(IC * row_stride);
+      offset_.resize(IC);
+      for (std::size_t c = 0; c < IC; ++c) offset_[c] = static_cast<std::int32_t>(c * row_stride);
+    }
+    // Per thread: the last tile of positions copied with zero padding (read in place, it would
+    // run past the input when positions are no multiple of simd_width), an edge tile, and the
+    // accumulators of the partial vector.
+    per_thread_ = (IC * nr_ + mr_ * nr_ + mr_ * simd_width + 15) / 16 * 16;
+    scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
+  }
+
+  // One row of the compact copy: output row oh of channel c of image n (u = (n IC + c) OH + oh).
+  void pack_gemm_row(const float* input, float* packed, std::size_t u) const {
+    const std::size_t H = s_.height, W = s_.width, sw = s_.stride_w;
+    const std::size_t oh = u % oh_, plane = u / oh_;
+    const float* src = input + (plane * H + oh * s_.stride_h) * W;
+    float* d = packed + plane * ppad_ + oh * ow_;
+    std::size_t x = 0;
+    if (sw == 2)
+      for (; (x + simd_width) * 2 <= W; x += simd_width)
+        store(d + x, detail::even_lanes(load(src + 2 * x), load(src + 2 * x + simd_width),
+                                        std::make_index_sequence<simd_width>()));
+    for (; x < ow_; ++x) d[x] = src[x * sw];
+  }
+
+  void run_gemm(const float* input, float* output) {
+    omp_set_schedule(p_.schedule, 0);
+#pragma omp parallel num_threads(threads_)
+    {
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+      const float* in = input;
+      std::size_t row_stride = s_.height * s_.width;  // between the input rows (channels) of the GEMM
+      if (per_thread_copy_) {
+        float* copy = packed_input_.data() + thread * packed_size_;
+        for (std::size_t u = 0; u < s_.batch * s_.in_channels * oh_; ++u) pack_gemm_row(input, copy, u);
+        in = copy;
+        row_stride = ppad_;
+      } else if (compact_) {
+        const auto rows = static_cast<std::ptrdiff_t>(s_.batch * s_.in_channels * oh_);
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t u = 0; u < rows; ++u)
+          pack_gemm_row(input, packed_input_.data(), static_cast<std::size_t>(u));
+        in = packed_input_.data();  // complete after the barrier that ends the loop
+        row_stride = ppad_;
+      }
+      float* scratch = scratch_.data() + per_thread_ * thread;
+      const auto N = s_.batch;
+      auto run_block = [&](std::size_t n, std::size_t cb, std::size_t pb) {
+        gemm_block(in, row_stride, output, scratch, n, cb, pb);
+      };
+      switch (p_.parallel) {
+        case Conv2dParallel::oc: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oc_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            for (std::size_t pb = 0; pb < ow_blocks_; ++pb) run_block(u / oc_blocks_, u % oc_blocks_, pb);
+          }
+          break;
+        }
+        case Conv2dParallel::oh: {
+          const auto items = static_cast<std::ptrdiff_t>(N * ow_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            for (std::size_t cb = 0; cb < oc_blocks_; ++cb) run_block(u / ow_blocks_, cb, u % ow_blocks_);
+          }
+          break;
+        }
+        case Conv2dParallel::oc_oh: {
+          const auto items = static_cast<std::ptrdiff_t>(N * oc_blocks_ * ow_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            const std::size_t r = u % (oc_blocks_ * ow_blocks_);
+            run_block(u / (oc_blocks_ * ow_blocks_), r / ow_blocks_, r % ow_blocks_);
+          }
+          break;
+        }
+        case Conv2dParallel::oh_oc: {
+          const auto items = static_cast<std::ptrdiff_t>(N * ow_blocks_ * oc_blocks_);
+#pragma omp for schedule(runtime)
+          for (std::ptrdiff_t i = 0; i < items; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            const std::size_t r = u % (oc_blocks_ * ow_blocks_);
+            run_block(u / (oc_blocks_ * ow_blocks_), r % oc_blocks_, r / oc_blocks_);
+          }
+          break;
+        }
+      }
+    }
+  }
+
+  // One block of the GEMM: output-channel block cb and position block pb of image n, over all
+  // input channels in chunks of ic_block, straight into the NCHW output. `in` holds the image's
+  // input rows `row_stride` apart.
+  void gemm_block(const float* in, std::size_t row_stride, float* output, float* scratch, std::size_t n,
+                  std::size_t cb, std::size_t pb) const {
+    const std::size_t IC = s_.in_channels, OC = s_.out_channels, P = positions_;
+    const std::size_t ot0 = cb * oc_tiles_, ots = std::min(oc_tiles_, oc_tiles_total_ - ot0);
+    const std::size_t pt0 = pb * ow_tiles_, pts = std::min(ow_tiles_, ow_tiles_total_ - pt0);
+    const std::size_t chunks = (IC + ic_block_ - 1) / ic_block_;
+    const float* image = in + n * IC * row_stride;
+    float* edge = scratch;             // IC x nr: the last tile of positions, zero-padded
+    float* tile = scratch + IC * nr_;  // mr x nr
+    float* rest = tile + mr_ * nr_;    // (P % simd_width) x mr
+    // Read in place, a last tile with a partial vector would read past its rows: copy it (unless
+    // the partial vector goes to the tail kernel, which reads only its positions).
+    const std::size_t last_p0 = (ow_tiles_total_ - 1) * nr_;
+    const bool edge_copy = !compact_ && !tail_ && P % simd_width != 0 && pt0 + pts == ow_tiles_total_;
+    if (edge_copy) {
+      const std::size_t cols = P - last_p0;
+      for (std::size_t c = 0; c < IC; ++c) {
+        const float* src = image + c * row_stride + last_p0;
+        float* d = edge + c * nr_;
+        std::copy(src, src + cols, d);
+        std::fill(d + cols, d + nr_, 0.0f);
+      }
+    }
+    auto compute = [&](std::size_t j, std::size_t ot, std::size_t pt) {
+      const std::size_t oc0 = ot * mr_, rows = std::min(mr_, OC - oc0);
+      const std::size_t p0 = pt * nr_;
+      std::size_t cols = std::min(nr_, P - p0);
+      const std::size_t c0 = j * ic_block_, depth = std::min(ic_block_, IC - c0);
+      const float* a = packed_weights_.data() + (ot * IC + c0) * mr_;
+      const float* b = image + c0 * row_stride + p0;
+      const bool accumulate = j > 0;
+      if (tail_ && cols % simd_width != 0) {  // the partial vector: positions x channel vectors
+        const std::size_t whole = cols / simd_width * simd_width, r = cols - whole;
+        tail_(b + whole, offset_.data(), a, depth, 1, rest, false);
+        float* c = output + (n * OC + oc0) * P + p0 + whole;
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t q = 0; q < r; ++q)
+            c[i * P + q] = accumulate ? c[i * P + q] + rest[q * mr_ + i] : rest[q * mr_ + i];
+        if (whole == 0) return;
+        cols = whole;
+      }
+      const std::size_t vectors = (cols + simd_width - 1) / simd_width;
+      std::size_t b_rs = row_stride;
+      if (edge_copy && p0 == last_p0) {
+        b = edge + c0 * nr_;
+        b_rs = nr_;
+      }
+      const detail::MicroKernel uk = gemm_kernels_[vectors - 1];
+      float* c = output + (n * OC + oc0) * P + p0;
+      if (rows == mr_ && cols == vectors * simd_width) {
+        uk(depth, a, 0, b, b_rs, c, P, accumulate);
+        return;
+      }
+      // An edge tile: computed aside, its valid part added to (or written into) the output.
+      uk(depth, a, 0, b, b_rs, tile, nr_, false);
+      const std::size_t whole = cols / simd_width * simd_width;
+      for (std::size_t i = 0; i < rows; ++i) {
+        float* ci = c + i * P;
+        const float* ti = tile + i * nr_;
+        std::size_t q = 0;
+        for (; q < whole; q += simd_width) store(ci + q, accumulate ? load(ci + q) + load(ti + q) : load(ti + q));
+        for (; q < cols; ++q) ci[q] = accumulate ? ci[q] + ti[q] : ti[q];
+      }
+    };
+    switch (p_.loop_order) {
+      case Conv2dLoopOrder::ic_oc_ow:
+        for (std::size_t j = 0; j < chunks; ++j)
+          for (std::size_t k = 0; k < ots; ++k)
+            for (std::size_t t = 0; t < pts; ++t) compute(j, ot0 + k, pt0 + t);
+        break;
+      case Conv2dLoopOrder::ic_ow_oc:
+        for (std::size_t j = 0; j < chunks; ++j)
+          for (std::size_t t = 0; t < pts; ++t)
+            for (std::size_t k = 0; k < ots; ++k) compute(j, ot0 + k, pt0 + t);
+        break;
+      case Conv2dLoopOrder::oc_ic_ow:
+        for (std::size_t k = 0; k < ots; ++k)
+          for (std::size_t j = 0; j < chunks; ++j)
+            for (std::size_t t = 0; t < pts; ++t) compute(j, ot0 + k, pt0 + t);
+        break;
+    }
+  }
 
   static void check_offset(std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -815,18 +1121,28 @@ class Conv2dPlan {
   AlignedBuffer packed_weights_, packed_input_, scratch_;
   std::size_t acc_size_ = 0, window_size_ = 0, per_thread_ = 0;
   std::vector<char> row_interior_, tile_interior_;
+  // The gemm1x1 layout: micro-kernels by vectors of positions, positions per image (and padded
+  // to whole vectors), tile rows and columns, whether the input is read from a compact copy.
+  bool gemm_ = false, compact_ = false;
+  std::array<detail::MicroKernel, 4> gemm_kernels_{};
+  detail::Conv2dTileFn tail_ = nullptr;  // the partial last vector of positions (offsets in offset_)
+  std::size_t positions_ = 0, ppad_ = 0, mr_ = 0, nr_ = 0;
 };
 
 /// The search space of the convolution on one shape: layout, input channel block and packing, the
 /// inner-kernel tile (output positions x output-channel vectors), the blocks of output channels,
 /// positions and rows, the input-channel chunk, the reduction order, the loop order, the
-/// parallel loop and its schedule. Constraints:
+/// parallel loop and its schedule, and the register tile of the gemm1x1 layout (`gemm_tile`,
+/// "none" for the other layouts). Constraints:
 /// - the tile is instantiated and fits the target's vector registers;
 /// - nchw reads the input in place (in_cblock 1, nothing to pack);
 /// - a 1x1 kernel has one reduction order (the two coincide);
+/// - gemm1x1 only for a 1x1 kernel without padding, with a gemm_tile, and with the knobs it does
+///   not use at their first value (in_cblock, ow_tile, oc_vectors, oh_block); with stride 1 it
+///   reads the input in place (packing shared);
 /// - no block or tile is larger than needed: at most one value of in_cblock and of ic_block
 ///   covers all input channels and one of oh_block all output rows, blocks hold no empty tile,
-///   ow_tile <= out_width;
+///   ow_tile <= out_width, a gemm1x1 tile holds no empty vector of positions;
 /// - the per-thread accumulator block is at most 512 KiB.
 /// The shape is in the space's constants (in_channels, out_channels, out_height, out_width) and
 /// so is the register count (vector_registers) and the vector width (simd_width).
@@ -840,7 +1156,7 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add_constant("in_channels", IC).add_constant("out_channels", OC);
   s.add_constant("out_height", OH).add_constant("out_width", OW);
   s.add_constant("vector_registers", vector_registers).add_constant("simd_width", simd_width);
-  s.add(Knob::categorical("layout", {"nchw", "nchwc"}));
+  s.add(Knob::categorical("layout", {"nchw", "nchwc", "gemm1x1"}));
   s.add(Knob::power_of_two("in_cblock", std::vector<std::int64_t>{1, 4, 8, 16}));
   s.add(Knob::categorical("packing", {"shared", "per_thread"}));
   s.add(Knob::range("oc_vectors", 1, conv2d_max_oc_vectors));
@@ -853,7 +1169,26 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add(Knob::categorical("loop_order", {"ic_oc_ow", "ic_ow_oc", "oc_ic_ow"}));
   s.add(Knob::categorical("parallel", {"oc", "oh", "oc_oh", "oh_oc"}));
   s.add(Knob::categorical("schedule", {"static", "dynamic"}));
+  std::vector<std::string> gemm_tiles{"none"};
+  for (auto [rows, vectors] : conv2d_gemm_tiles)
+    gemm_tiles.push_back(std::to_string(rows) + "x" + std::to_string(vectors));
+  s.add(Knob::categorical("gemm_tile", gemm_tiles));
 
+  // Layout values: 0 nchw, 1 nchwc, 2 gemm1x1.
+  const bool gemm_shape = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.pad_h == 0 && shape.pad_w == 0;
+  const bool unit_stride = shape.stride_h == 1 && shape.stride_w == 1;
+  s.add_constraint("layout == gemm1x1 if and only if gemm_tile != none", [](const ConfigView& c) {
+    return (c["layout"] == 2) == (c["gemm_tile"] != 0);
+  });
+  s.add_constraint("layout == gemm1x1 implies a 1x1 kernel without padding",
+                   [gemm_shape](const ConfigView& c) { return c["layout"] != 2 || gemm_shape; });
+  s.add_constraint("layout == gemm1x1 implies in_cblock == 1, ow_tile == 1, oc_vectors == 1, oh_block == 1 (unused)",
+                   [](const ConfigView& c) {
+                     return c["layout"] != 2 ||
+                            (c["in_cblock"] == 1 && c["ow_tile"] == 1 && c["oc_vectors"] == 1 && c["oh_block"] == 1);
+                   });
+  s.add_constraint("layout == gemm1x1 and stride 1 implies packing == shared (the input read in place)",
+                   [unit_stride](const ConfigView& c) { return c["layout"] != 2 || !unit_stride || c["packing"] == 0; });
   s.add_constraint("layout == nchw implies in_cblock == 1 and packing == shared", [](const ConfigView& c) {
     return c["layout"] != 0 || (c["in_cblock"] == 1 && c["packing"] == 0);
   });
@@ -872,12 +1207,28 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add_constraint("(oc_vectors - 1) * simd_width < out_channels", [OC](const ConfigView& c) {
     return (c["oc_vectors"] - 1) * simd_width < OC;
   });
-  s.add_constraint("(oc_tiles - 1) * oc_vectors * simd_width < out_channels", [OC](const ConfigView& c) {
-    return (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
+  s.add_constraint("layout != gemm1x1 implies (oc_tiles - 1) * oc_vectors * simd_width < out_channels",
+                   [OC](const ConfigView& c) {
+                     return c["layout"] == 2 || (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
+                   });
+  s.add_constraint("layout != gemm1x1 implies (ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
+    return c["layout"] == 2 || (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
   });
-  s.add_constraint("(ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
-    return (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
-  });
+  // gemm1x1: the tile's rows and vectors of positions from gemm_tile.
+  const auto P = OH * OW;
+  auto gemm_tile_of = [](const ConfigView& c) { return conv2d_gemm_tiles[static_cast<std::size_t>(c["gemm_tile"] - 1)]; };
+  s.add_constraint("layout == gemm1x1 implies (p_vectors - 1) * simd_width < out_height * out_width",
+                   [P, gemm_tile_of](const ConfigView& c) {
+                     return c["layout"] != 2 || (gemm_tile_of(c).second - 1) * simd_width < P;
+                   });
+  s.add_constraint("layout == gemm1x1 implies (oc_tiles - 1) * oc_rows < out_channels",
+                   [OC, gemm_tile_of](const ConfigView& c) {
+                     return c["layout"] != 2 || (c["oc_tiles"] - 1) * gemm_tile_of(c).first < OC;
+                   });
+  s.add_constraint("layout == gemm1x1 implies (ow_tiles - 1) * p_vectors * simd_width < out_height * out_width",
+                   [P, gemm_tile_of](const ConfigView& c) {
+                     return c["layout"] != 2 || (c["ow_tiles"] - 1) * gemm_tile_of(c).second * simd_width < P;
+                   });
   s.add_constraint("accumulator oc_tiles * oc_vectors * simd_width * oh_block * ow_tiles * ow_tile * 4 <= 512 KiB",
                    [](const ConfigView& c) {
                      return c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] * c["ow_tiles"] *
@@ -904,6 +1255,10 @@ inline Conv2dParams conv2d_params(const SearchSpace& s, const Config& c) {
   p.loop_order = static_cast<Conv2dLoopOrder>(v["loop_order"]);
   p.parallel = static_cast<Conv2dParallel>(v["parallel"]);
   p.schedule = schedules[v["schedule"]];
+  if (const auto t = v["gemm_tile"]; t > 0) {
+    p.oc_rows = conv2d_gemm_tiles[static_cast<std::size_t>(t - 1)].first;
+    p.p_vectors = conv2d_gemm_tiles[static_cast<std::size_t>(t - 1)].second;
+  }
   return p;
 }
 

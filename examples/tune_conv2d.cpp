@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
     }
 
     // Side by side on the same data, timed the same way: the median of `runs` runs after a
-    // warm-up, each run timed on its own with steady_clock.
+    // warm-up, each run timed on its own with steady_clock, the three interleaved run by run.
     const auto& best = result.best->config;
     tunekit::Rng rng(seed);  // the CPU kernel ignores it
     const auto ready = kernel.prepare(best);  // sets the best up again and verifies it
@@ -191,17 +191,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tune_conv2d: the best configuration failed again: %s\n", ready.error.c_str());
       return 1;
     }
-    const double t_tunekit = examples::median_seconds(
+    omp_set_num_threads(threads);  // oneDNN's OpenMP runtime uses omp_get_max_threads()
+    OneDnnConv onednn(kernel);
+    const auto [t_tunekit, t_onednn, t_onednn_nchw] = examples::interleaved_medians(
+        runs,
         [&] {
           const auto r = kernel.run(best, 1, rng);
           return r.status == tunekit::Status::ok ? r.seconds.front() : HUGE_VAL;
         },
-        runs);
-
-    omp_set_num_threads(threads);  // oneDNN's OpenMP runtime uses omp_get_max_threads()
-    OneDnnConv onednn(kernel);
-    const double t_onednn = examples::median_seconds([&] { return onednn.run(); }, runs);
-    const double t_onednn_nchw = examples::median_seconds([&] { return onednn.run_nchw(); }, runs);
+        [&] { return onednn.run(); }, [&] { return onednn.run_nchw(); });
     // oneDNN's result against the same reference and tolerance as tunekit's.
     const float* y = onednn.output_nchw();
     double worst_ratio = 0.0;
@@ -216,7 +214,7 @@ int main(int argc, char** argv) {
                  g_onednn_nchw = task.flop() / t_onednn_nchw / 1e9;
     std::printf("\nbest configuration: %s\n", kernel.space().describe(best).c_str());
     std::printf("  (tuner's measurement %.1f GFLOPS)\n\n", result.best->measurement.throughput(kernel.flop()) / 1e9);
-    std::printf("%s %s, median of %zu runs after a warm-up, %d threads\n", name.c_str(),
+    std::printf("%s %s, median of %zu interleaved runs after a warm-up, %d threads\n", name.c_str(),
                 shape_tuple(task.shape).c_str(), runs, threads);
     std::printf("%-42s %10s %10s %10s\n", "", "ms", "GFLOPS", "vs oneDNN");
     std::printf("%-42s %10.3f %10.1f %10.2f\n", "tunekit conv2d, tuned", t_tunekit * 1e3, g_tunekit, g_tunekit / g_onednn);

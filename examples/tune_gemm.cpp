@@ -99,28 +99,25 @@ int main(int argc, char** argv) {
     tunekit::cpu::GemmWorkspace ws;
     tunekit::cpu::AlignedBuffer c(m * n);
     auto timed = [](auto&& f) { return [f] { return tunekit::cpu::seconds_of(f); }; };
-    const double t_tunekit = examples::median_seconds(
-        timed([&] { tunekit::cpu::sgemm(p, m, n, k, kernel.a(), k, kernel.b(), n, c.data(), n, ws, threads); }),
-        runs);
-
     openblas_set_num_threads(threads);
-    const auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-    auto openblas = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, kernel.a(), ki, kernel.b(), ni,
-                  0.0f, c.data(), ni);
-    };
-    const double t_openblas = examples::median_seconds(timed(openblas), runs);
-
     Eigen::setNbThreads(threads);
+    const auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     Eigen::Map<const RowMajor> ea(kernel.a(), mi, ki), eb(kernel.b(), ki, ni);
     Eigen::Map<RowMajor> ec(c.data(), mi, ni);
-    const double t_eigen = examples::median_seconds(timed([&] { ec.noalias() = ea * eb; }), runs);
+    const auto [t_tunekit, t_openblas, t_eigen] = examples::interleaved_medians(
+        runs,
+        timed([&] { tunekit::cpu::sgemm(p, m, n, k, kernel.a(), k, kernel.b(), n, c.data(), n, ws, threads); }),
+        timed([&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, kernel.a(), ki, kernel.b(), ni,
+                      0.0f, c.data(), ni);
+        }),
+        timed([&] { ec.noalias() = ea * eb; }));
 
     const double g_tunekit = flop / t_tunekit / 1e9, g_openblas = flop / t_openblas / 1e9,
                  g_eigen = flop / t_eigen / 1e9;
     std::printf("\nbest configuration: %s\n\n", kernel.space().describe(result.best->config).c_str());
-    std::printf("%-34s %10s %12s\n", "SGEMM (median of 15 runs)", "GFLOPS", "vs OpenBLAS");
+    std::printf("%-34s %10s %12s\n", "SGEMM (median of 15, interleaved)", "GFLOPS", "vs OpenBLAS");
     std::printf("%-34s %10.1f %12.2f\n", "tunekit, tuned", g_tunekit, g_tunekit / g_openblas);
     const std::string ob = std::string("OpenBLAS ") + openblas_get_corename();
     std::printf("%-34s %10.1f %12.2f\n", ob.c_str(), g_openblas, 1.0);

@@ -5,6 +5,7 @@
 #include <tunekit/tunekit.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -82,14 +83,23 @@ TuningOutcome tune(K& kernel, const TuningSetup& s) {
   return tune_with<tunekit::RandomSearchTuner>(kernel, s);
 }
 
-/// Median of `runs` calls of time_one (which returns the seconds of one run), after one warm-up.
-template <class F>
-double median_seconds(F&& time_one, std::size_t runs) {
-  time_one();
-  std::vector<double> t;
-  for (std::size_t i = 0; i < runs; ++i) t.push_back(time_one());
-  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(runs / 2), t.end());
-  return t[runs / 2];
+/// The median seconds of each of the timers (callables returning the seconds of one run), `runs`
+/// runs each, interleaved: after one warm-up run of each, round r runs every timer once in turn.
+/// A slow spell of a shared machine then hits all of them alike, so their ratios stay fair.
+template <class... F>
+std::array<double, sizeof...(F)> interleaved_medians(std::size_t runs, F&&... time_one) {
+  (time_one(), ...);
+  std::array<std::vector<double>, sizeof...(F)> t;
+  for (std::size_t r = 0; r < runs; ++r) {
+    std::size_t i = 0;
+    ((t[i++].push_back(time_one())), ...);
+  }
+  std::array<double, sizeof...(F)> median{};
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::nth_element(t[i].begin(), t[i].begin() + static_cast<std::ptrdiff_t>(runs / 2), t[i].end());
+    median[i] = t[i][runs / 2];
+  }
+  return median;
 }
 
 }  // namespace examples

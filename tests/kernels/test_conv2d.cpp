@@ -280,12 +280,20 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
 
 TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {
   // 1x1 stride 2 without padding packs a subsampled copy; 16 and 8 input channels per block
-  // take the transposing paths of the packing when they match the vector width; 40 output
-  // positions per row take the transposing write-out with an overlapping last block.
+  // take the transposing paths of the packing when they match the vector width, with partial
+  // loads for the last columns of a row (rows of 81, 14 and 20 columns read with stride 2, of 40
+  // and 7 columns read whole); 40 output positions per row take the transposing write-out with
+  // an overlapping last block.
   const std::vector<Conv2dShape> shapes{
       {.batch = 2, .height = 9, .width = 81, .in_channels = 35, .out_channels = 33, .kernel_h = 1, .kernel_w = 1,
        .stride_h = 2, .stride_w = 2},
       {.batch = 1, .height = 4, .width = 40, .in_channels = 32, .out_channels = 48, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 1, .pad_w = 1},
+      {.batch = 1, .height = 6, .width = 14, .in_channels = 32, .out_channels = 20, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 5, .width = 20, .in_channels = 16, .out_channels = 17, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 1, .stride_w = 2},
+      {.batch = 1, .height = 7, .width = 7, .in_channels = 48, .out_channels = 16, .kernel_h = 3, .kernel_w = 3,
        .pad_h = 1, .pad_w = 1},
   };
   for (const auto& shape : shapes) {
@@ -360,8 +368,9 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
   std::vector<std::string> expected{"packing=shared", "packing=per_thread", "loop_order=ic_oc_ow",
                                     "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc", "parallel=oh",
                                     "parallel=oc_oh", "parallel=oh_oc", "schedule=static", "schedule=dynamic"};
-  for (auto [rows, vectors] : tunekit::cpu::conv2d_gemm_tiles)
-    expected.push_back("gemm_tile=" + std::to_string(rows) + "x" + std::to_string(vectors));
+  for (int rows : tunekit::cpu::conv2d_gemm_rows) expected.push_back("ow_tile=" + std::to_string(rows));
+  for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
+    expected.push_back("oc_vectors=" + std::to_string(vectors));
   for (const auto& v : expected) {
     CAPTURE(v);
     CHECK(seen.contains(v));
@@ -379,6 +388,8 @@ TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
         ++gemm;
         CHECK(p.in_cblock == 1);
         CHECK(tunekit::cpu::is_conv2d_gemm_tile(p.oc_rows, p.p_vectors));
+        CHECK(p.oc_rows == p.ow_tile);  // the tile knobs, transposed
+        CHECK(p.oc_vectors == p.p_vectors);
       }
     }
     return gemm;

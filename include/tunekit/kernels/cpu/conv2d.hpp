@@ -188,22 +188,6 @@ inline constexpr int vector_registers = 32;
 inline constexpr int vector_registers = 16;
 #endif
 
-/// The register tiles of the gemm1x1 layout: (output channels, vectors of simd_width output
-/// positions). Each tile's accumulators, its vectors of input and one broadcast weight fit the
-/// target's vector registers: rows x vectors + vectors + 1 <= vector_registers.
-#if defined(__AVX512F__) || defined(__aarch64__)
-inline constexpr std::array<std::pair<int, int>, 6> conv2d_gemm_tiles{{{4, 4}, {6, 4}, {8, 3}, {12, 2}, {14, 2}, {16, 1}}};
-#else
-inline constexpr std::array<std::pair<int, int>, 6> conv2d_gemm_tiles{{{4, 2}, {6, 2}, {4, 3}, {8, 1}, {12, 1}, {14, 1}}};
-#endif
-
-/// Whether (oc_rows, p_vectors) is a register tile of the gemm1x1 layout.
-constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
-  for (auto [r, v] : conv2d_gemm_tiles)
-    if (r == oc_rows && v == p_vectors) return true;
-  return false;
-}
-
 /// Registers an inner-kernel tile needs: its accumulators, a vector of weights per output-channel
 /// vector and one broadcast input value.
 constexpr int conv2d_tile_registers(int ow_tile, int oc_vectors) noexcept {
@@ -216,6 +200,21 @@ constexpr bool is_conv2d_tile(int ow_tile, int oc_vectors) noexcept {
   if (conv2d_tile_registers(ow_tile, oc_vectors) > 32) return false;
   for (int w : conv2d_tile_widths)
     if (w == ow_tile) return true;
+  return false;
+}
+
+/// The output channels per register tile of the gemm1x1 layout (the rows its micro-kernel
+/// broadcasts); each with 1 to conv2d_max_oc_vectors vectors of output positions where the tile
+/// fits the target's vector registers. Fewer than 4 rows load more input than they compute with.
+inline constexpr std::array<int, 7> conv2d_gemm_rows{4, 6, 8, 12, 14, 16, 28};
+
+/// Whether (oc_rows, p_vectors) is a register tile of the gemm1x1 layout: its accumulators, its
+/// vectors of input and one broadcast weight fit the vector registers.
+constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
+  if (p_vectors < 1 || p_vectors > conv2d_max_oc_vectors) return false;
+  if (oc_rows * p_vectors + p_vectors + 1 > vector_registers) return false;
+  for (int r : conv2d_gemm_rows)
+    if (r == oc_rows) return true;
   return false;
 }
 
@@ -236,13 +235,13 @@ struct Conv2dParams {
   int oh_block = 1;
   /// Input channels per chunk of the reduction.
   int ic_block = 64;
-  /// Register tile of the gemm1x1 layout (a pair of conv2d_gemm_tiles): output channels, and
+  /// Register tile of the gemm1x1 layout (is_conv2d_gemm_tile): output channels, and
   /// vectors of simd_width output positions. With gemm1x1, a block holds `oc_tiles` tiles of
   /// oc_rows channels times `ow_tiles` tiles of p_vectors x simd_width positions (the output
   /// positions of an image taken as one row); ow_tile, oc_vectors, oh_block, in_cblock and the
   /// reduction order are unused.
-  int oc_rows = conv2d_gemm_tiles[1].first;
-  int p_vectors = conv2d_gemm_tiles[1].second;
+  int oc_rows = 8;
+  int p_vectors = 1;
   Conv2dReduction reduction = Conv2dReduction::kh_kw_ic;
   Conv2dLoopOrder loop_order = Conv2dLoopOrder::ic_ow_oc;
   Conv2dParallel parallel = Conv2dParallel::oc_oh;
@@ -260,7 +259,7 @@ struct Conv2dParams {
                                   " channels x " + std::to_string(p_vectors) + " vectors");
     if (in_cblock < 1 || in_cblock > 16 || (in_cblock & (in_cblock - 1)) != 0)
       throw std::invalid_argument("Conv2dParams: in_cblock must be 1, 2, 4, 8 or 16");
-    if (!is_conv2d_tile(ow_tile, oc_vectors))
+    if (layout != Conv2dLayout::gemm1x1 && !is_conv2d_tile(ow_tile, oc_vectors))
       throw std::invalid_argument("Conv2dParams: no inner kernel of " + std::to_string(ow_tile) +
                                   " positions x " + std::to_string(oc_vectors) + " vectors");
     if (oc_tiles < 1 || ow_tiles < 1 || oh_block < 1 || ic_block < 1)
@@ -480,32 +479,36 @@ void conv2d_write_block(const float* acc, std::size_t acc_row_stride, std::size_
   }
 }
 
-/// The gemm1x1 micro-kernel with R vectors of positions for a tile of NV (R <= NV: the last,
-/// narrower tile of a row of positions), or null.
-template <int MR, int R, int NV>
-constexpr MicroKernel conv2d_gemm_kernel_or_null() {
-  if constexpr (R <= NV)
-    return &micro_kernel<MR, R, 4, true>;
-  else
-    return nullptr;
+/// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions
+/// - 1 (the last tile of a row of positions may have fewer vectors than the others); null
+/// where MR x vectors does not fit the registers.
+template <int MR>
+constexpr std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_row_kernels() {
+  std::array<MicroKernel, conv2d_max_oc_vectors> k{};
+  [&]<std::size_t... V>(std::index_sequence<V...>) {
+    ((k[V] = [] {
+       if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
+         return &micro_kernel<MR, static_cast<int>(V) + 1, 4, true>;
+       else
+         return MicroKernel{nullptr};
+     }()),
+     ...);
+  }(std::make_index_sequence<conv2d_max_oc_vectors>());
+  return k;
 }
 
-/// The micro-kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1 (1 to
-/// p_vectors vectors; null beyond). Throws std::invalid_argument for a tile not in
-/// conv2d_gemm_tiles.
-template <std::size_t I = 0>
-std::array<MicroKernel, 4> conv2d_gemm_kernels(int oc_rows, int p_vectors) {
-  if constexpr (I < conv2d_gemm_tiles.size()) {
-    constexpr int MR = conv2d_gemm_tiles[I].first, NV = conv2d_gemm_tiles[I].second;
-    static_assert(MR * NV + NV + 1 <= vector_registers && NV <= 4);
-    if (oc_rows == MR && p_vectors == NV)
-      return {conv2d_gemm_kernel_or_null<MR, 1, NV>(), conv2d_gemm_kernel_or_null<MR, 2, NV>(),
-              conv2d_gemm_kernel_or_null<MR, 3, NV>(), conv2d_gemm_kernel_or_null<MR, 4, NV>()};
-    return conv2d_gemm_kernels<I + 1>(oc_rows, p_vectors);
-  } else {
+/// The micro-kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1. Throws
+/// std::invalid_argument for a tile that is not is_conv2d_gemm_tile.
+inline std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_kernels(int oc_rows, int p_vectors) {
+  if (!is_conv2d_gemm_tile(oc_rows, p_vectors))
     throw std::invalid_argument("Conv2dPlan: no gemm1x1 tile of " + std::to_string(oc_rows) + " x " +
                                 std::to_string(p_vectors));
-  }
+  static constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array{conv2d_gemm_row_kernels<conv2d_gemm_rows[I]>()...};
+  }(std::make_index_sequence<conv2d_gemm_rows.size()>());
+  std::size_t i = 0;
+  while (conv2d_gemm_rows[i] != oc_rows) ++i;
+  return table[i];
 }
 
 }  // namespace detail
@@ -970,15 +973,19 @@ class Conv2dPlan {
       const std::size_t sw = s_.stride_w;
       std::size_t x = 0;
       if (sw == 2 && cb == static_cast<std::size_t>(simd_width) && cn == cb) {
-        // simd_width columns of each channel from two vectors (their even lanes), transposed.
-        for (; (x + cb) * 2 <= W; x += cb) {
+        // simd_width columns of each channel from two vectors (their even lanes), transposed; the
+        // last, narrower block of a row from partial loads of what is left of each row.
+        for (; x < ow_; x += cb) {
+          const std::size_t cols = std::min(cb, ow_ - x), left = W - 2 * x;  // input columns left
           vfloat v[simd_width];
           for (std::size_t c = 0; c < cb; ++c) {
             const float* p = src + c * H * W + 2 * x;
-            v[c] = detail::even_lanes(load(p), load(p + cb), std::make_index_sequence<simd_width>());
+            const vfloat lo = left >= cb ? load(p) : load_first(p, left);
+            const vfloat hi = left >= 2 * cb ? load(p + cb) : left > cb ? load_first(p + cb, left - cb) : vfloat{};
+            v[c] = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
           }
           detail::transpose(v);
-          for (std::size_t q = 0; q < cb; ++q) store(d + (x + q) * cb, v[q]);
+          for (std::size_t q = 0; q < cols; ++q) store(d + (x + q) * cb, v[q]);
         }
       }
       for (std::size_t c = 0; c < cn; ++c)
@@ -991,12 +998,14 @@ class Conv2dPlan {
     }
     std::size_t iw = 0;
     if (cb == static_cast<std::size_t>(simd_width) && cn == cb) {
-      // Whole simd_width x simd_width blocks (channels x columns): load, transpose, store.
-      for (; iw + cb <= W; iw += cb) {
+      // simd_width x simd_width blocks (channels x columns): load, transpose, store; the last,
+      // narrower block of a row from partial loads of what is left of each row.
+      for (; iw < W; iw += cb) {
+        const std::size_t cols = std::min(cb, W - iw);
         vfloat v[simd_width];
-        for (std::size_t c = 0; c < cb; ++c) v[c] = load(src + c * H * W + iw);
+        for (std::size_t c = 0; c < cb; ++c) v[c] = cols == cb ? load(src + c * H * W + iw) : load_first(src + c * H * W + iw, cols);
         detail::transpose(v);
-        for (std::size_t q = 0; q < cb; ++q) store(d + (iw + q) * cb, v[q]);
+        for (std::size_t q = 0; q < cols; ++q) store(d + (iw + q) * cb, v[q]);
       }
     }
     for (std::size_t c = 0; c < cn; ++c)
@@ -1124,26 +1133,26 @@ class Conv2dPlan {
   // The gemm1x1 layout: micro-kernels by vectors of positions, positions per image (and padded
   // to whole vectors), tile rows and columns, whether the input is read from a compact copy.
   bool gemm_ = false, compact_ = false;
-  std::array<detail::MicroKernel, 4> gemm_kernels_{};
+  std::array<detail::MicroKernel, conv2d_max_oc_vectors> gemm_kernels_{};
   detail::Conv2dTileFn tail_ = nullptr;  // the partial last vector of positions (offsets in offset_)
   std::size_t positions_ = 0, ppad_ = 0, mr_ = 0, nr_ = 0;
 };
 
 /// The search space of the convolution on one shape: layout, input channel block and packing, the
-/// inner-kernel tile (output positions x output-channel vectors), the blocks of output channels,
-/// positions and rows, the input-channel chunk, the reduction order, the loop order, the
-/// parallel loop and its schedule, and the register tile of the gemm1x1 layout (`gemm_tile`,
-/// "none" for the other layouts). Constraints:
-/// - the tile is instantiated and fits the target's vector registers;
+/// register tile (ow_tile output positions x oc_vectors vectors of output channels; transposed
+/// for gemm1x1: ow_tile output channels x oc_vectors vectors of output positions), the blocks
+/// of output channels, positions and rows, the input-channel chunk, the reduction order, the
+/// loop order, the parallel loop and its schedule. Constraints:
+/// - the tile is instantiated and fits the target's vector registers (for gemm1x1:
+///   is_conv2d_gemm_tile);
 /// - nchw reads the input in place (in_cblock 1, nothing to pack);
 /// - a 1x1 kernel has one reduction order (the two coincide);
-/// - gemm1x1 only for a 1x1 kernel without padding, with a gemm_tile, and with the knobs it does
-///   not use at their first value (in_cblock, ow_tile, oc_vectors, oh_block); with stride 1 it
-///   reads the input in place (packing shared);
+/// - gemm1x1 only for a 1x1 kernel without padding, with in_cblock and oh_block at 1 (unused);
+///   with stride 1 it reads the input in place (packing shared);
 /// - no block or tile is larger than needed: at most one value of in_cblock and of ic_block
-///   covers all input channels and one of oh_block all output rows, blocks hold no empty tile,
-///   ow_tile <= out_width, a gemm1x1 tile holds no empty vector of positions;
-/// - the per-thread accumulator block is at most 512 KiB.
+///   covers all input channels and one of oh_block all output rows, blocks and tiles hold no
+///   empty row or vector, ow_tile <= out_width (direct layouts);
+/// - the per-thread accumulator block of the direct layouts is at most 512 KiB.
 /// The shape is in the space's constants (in_channels, out_channels, out_height, out_width) and
 /// so is the register count (vector_registers) and the vector width (simd_width).
 inline SearchSpace conv2d_space(const Conv2dShape& shape) {
@@ -1152,6 +1161,7 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   const auto OC = static_cast<std::int64_t>(shape.out_channels);
   const auto OH = static_cast<std::int64_t>(shape.out_height());
   const auto OW = static_cast<std::int64_t>(shape.out_width());
+  const auto P = OH * OW;
   SearchSpace s;
   s.add_constant("in_channels", IC).add_constant("out_channels", OC);
   s.add_constant("out_height", OH).add_constant("out_width", OW);
@@ -1169,24 +1179,15 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add(Knob::categorical("loop_order", {"ic_oc_ow", "ic_ow_oc", "oc_ic_ow"}));
   s.add(Knob::categorical("parallel", {"oc", "oh", "oc_oh", "oh_oc"}));
   s.add(Knob::categorical("schedule", {"static", "dynamic"}));
-  std::vector<std::string> gemm_tiles{"none"};
-  for (auto [rows, vectors] : conv2d_gemm_tiles)
-    gemm_tiles.push_back(std::to_string(rows) + "x" + std::to_string(vectors));
-  s.add(Knob::categorical("gemm_tile", gemm_tiles));
 
   // Layout values: 0 nchw, 1 nchwc, 2 gemm1x1.
   const bool gemm_shape = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.pad_h == 0 && shape.pad_w == 0;
   const bool unit_stride = shape.stride_h == 1 && shape.stride_w == 1;
-  s.add_constraint("layout == gemm1x1 if and only if gemm_tile != none", [](const ConfigView& c) {
-    return (c["layout"] == 2) == (c["gemm_tile"] != 0);
-  });
   s.add_constraint("layout == gemm1x1 implies a 1x1 kernel without padding",
                    [gemm_shape](const ConfigView& c) { return c["layout"] != 2 || gemm_shape; });
-  s.add_constraint("layout == gemm1x1 implies in_cblock == 1, ow_tile == 1, oc_vectors == 1, oh_block == 1 (unused)",
-                   [](const ConfigView& c) {
-                     return c["layout"] != 2 ||
-                            (c["in_cblock"] == 1 && c["ow_tile"] == 1 && c["oc_vectors"] == 1 && c["oh_block"] == 1);
-                   });
+  s.add_constraint("layout == gemm1x1 implies in_cblock == 1 and oh_block == 1 (unused)", [](const ConfigView& c) {
+    return c["layout"] != 2 || (c["in_cblock"] == 1 && c["oh_block"] == 1);
+  });
   s.add_constraint("layout == gemm1x1 and stride 1 implies packing == shared (the input read in place)",
                    [unit_stride](const ConfigView& c) { return c["layout"] != 2 || !unit_stride || c["packing"] == 0; });
   s.add_constraint("layout == nchw implies in_cblock == 1 and packing == shared", [](const ConfigView& c) {
@@ -1197,16 +1198,16 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
                    [one_tap_kernel](const ConfigView& c) { return !one_tap_kernel || c["reduction"] == 0; });
   s.add_constraint("in_cblock < 2 * in_channels", [IC](const ConfigView& c) { return c["in_cblock"] < 2 * IC; });
   s.add_constraint("ic_block < 2 * in_channels", [IC](const ConfigView& c) { return c["ic_block"] < 2 * IC; });
-  s.add_constraint("ow_tile <= out_width", [OW](const ConfigView& c) { return c["ow_tile"] <= OW; });
   s.add_constraint("oh_block < 2 * out_height", [OH](const ConfigView& c) { return c["oh_block"] < 2 * OH; });
-  s.add_constraint("ow_tile * oc_vectors + oc_vectors + 1 <= vector_registers (instantiated tile)",
-                   [](const ConfigView& c) {
-                     const auto p = static_cast<int>(c["ow_tile"]), v = static_cast<int>(c["oc_vectors"]);
-                     return is_conv2d_tile(p, v) && conv2d_tile_registers(p, v) <= vector_registers;
-                   });
-  s.add_constraint("(oc_vectors - 1) * simd_width < out_channels", [OC](const ConfigView& c) {
-    return (c["oc_vectors"] - 1) * simd_width < OC;
-  });
+  // The direct layouts: tiles of ow_tile positions x oc_vectors vectors of channels.
+  s.add_constraint("layout != gemm1x1 implies ow_tile <= out_width",
+                   [OW](const ConfigView& c) { return c["layout"] == 2 || c["ow_tile"] <= OW; });
+  s.add_constraint(
+      "layout != gemm1x1 implies ow_tile * oc_vectors + oc_vectors + 1 <= vector_registers (instantiated tile)",
+      [](const ConfigView& c) {
+        const auto p = static_cast<int>(c["ow_tile"]), v = static_cast<int>(c["oc_vectors"]);
+        return c["layout"] == 2 || (is_conv2d_tile(p, v) && conv2d_tile_registers(p, v) <= vector_registers);
+      });
   s.add_constraint("layout != gemm1x1 implies (oc_tiles - 1) * oc_vectors * simd_width < out_channels",
                    [OC](const ConfigView& c) {
                      return c["layout"] == 2 || (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
@@ -1214,25 +1215,26 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add_constraint("layout != gemm1x1 implies (ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
     return c["layout"] == 2 || (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
   });
-  // gemm1x1: the tile's rows and vectors of positions from gemm_tile.
-  const auto P = OH * OW;
-  auto gemm_tile_of = [](const ConfigView& c) { return conv2d_gemm_tiles[static_cast<std::size_t>(c["gemm_tile"] - 1)]; };
-  s.add_constraint("layout == gemm1x1 implies (p_vectors - 1) * simd_width < out_height * out_width",
-                   [P, gemm_tile_of](const ConfigView& c) {
-                     return c["layout"] != 2 || (gemm_tile_of(c).second - 1) * simd_width < P;
-                   });
-  s.add_constraint("layout == gemm1x1 implies (oc_tiles - 1) * oc_rows < out_channels",
-                   [OC, gemm_tile_of](const ConfigView& c) {
-                     return c["layout"] != 2 || (c["oc_tiles"] - 1) * gemm_tile_of(c).first < OC;
-                   });
-  s.add_constraint("layout == gemm1x1 implies (ow_tiles - 1) * p_vectors * simd_width < out_height * out_width",
-                   [P, gemm_tile_of](const ConfigView& c) {
-                     return c["layout"] != 2 || (c["ow_tiles"] - 1) * gemm_tile_of(c).second * simd_width < P;
-                   });
-  s.add_constraint("accumulator oc_tiles * oc_vectors * simd_width * oh_block * ow_tiles * ow_tile * 4 <= 512 KiB",
+  s.add_constraint("layout != gemm1x1 implies accumulator oc_tiles * oc_vectors * simd_width * oh_block * "
+                   "ow_tiles * ow_tile * 4 <= 512 KiB",
                    [](const ConfigView& c) {
-                     return c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] * c["ow_tiles"] *
-                                c["ow_tile"] * 4 <= (512 << 10);
+                     return c["layout"] == 2 || c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] *
+                                                        c["ow_tiles"] * c["ow_tile"] * 4 <= (512 << 10);
+                   });
+  // gemm1x1: tiles of ow_tile output channels x oc_vectors vectors of positions.
+  s.add_constraint("layout == gemm1x1 implies (ow_tile, oc_vectors) is a gemm1x1 tile", [](const ConfigView& c) {
+    return c["layout"] != 2 || is_conv2d_gemm_tile(static_cast<int>(c["ow_tile"]), static_cast<int>(c["oc_vectors"]));
+  });
+  s.add_constraint("layout == gemm1x1 implies (ow_tile - 1) < out_channels and (oc_vectors - 1) * simd_width < "
+                   "out_height * out_width",
+                   [OC, P](const ConfigView& c) {
+                     return c["layout"] != 2 || (c["ow_tile"] - 1 < OC && (c["oc_vectors"] - 1) * simd_width < P);
+                   });
+  s.add_constraint("layout == gemm1x1 implies (oc_tiles - 1) * ow_tile < out_channels and (ow_tiles - 1) * "
+                   "oc_vectors * simd_width < out_height * out_width",
+                   [OC, P](const ConfigView& c) {
+                     return c["layout"] != 2 || ((c["oc_tiles"] - 1) * c["ow_tile"] < OC &&
+                                                 (c["ow_tiles"] - 1) * c["oc_vectors"] * simd_width < P);
                    });
   return s;
 }
@@ -1255,9 +1257,9 @@ inline Conv2dParams conv2d_params(const SearchSpace& s, const Config& c) {
   p.loop_order = static_cast<Conv2dLoopOrder>(v["loop_order"]);
   p.parallel = static_cast<Conv2dParallel>(v["parallel"]);
   p.schedule = schedules[v["schedule"]];
-  if (const auto t = v["gemm_tile"]; t > 0) {
-    p.oc_rows = conv2d_gemm_tiles[static_cast<std::size_t>(t - 1)].first;
-    p.p_vectors = conv2d_gemm_tiles[static_cast<std::size_t>(t - 1)].second;
+  if (p.layout == Conv2dLayout::gemm1x1) {  // the tile knobs, transposed
+    p.oc_rows = p.ow_tile;
+    p.p_vectors = p.oc_vectors;
   }
   return p;
 }

@@ -8,6 +8,10 @@
 #include <cstddef>
 #include <cstring>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace tunekit::cpu {
 
 #if defined(__AVX512F__)
@@ -28,6 +32,22 @@ inline vfloat load(const float* p) noexcept {
   return v;
 }
 inline void store(float* p, vfloat v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+/// The first n <= simd_width floats at p, zero in the other lanes; reads nothing past p + n. With
+/// AVX-512 a masked load; otherwise element by element (a copy into a buffer loaded as a vector
+/// would stall on store forwarding).
+inline vfloat load_first(const float* p, std::size_t n) noexcept {
+#if defined(__AVX512F__)
+  vfloat v;
+  const __m512 m = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p);
+  std::memcpy(&v, &m, sizeof v);
+  return v;
+#else
+  vfloat v{};
+  for (std::size_t i = 0; i < n; ++i) v[i] = p[i];
+  return v;
+#endif
+}
 
 /// Name of the instruction set the vectors compile to.
 inline constexpr const char* simd_name() noexcept {

@@ -49,6 +49,17 @@ inline vfloat load_first(const float* p, std::size_t n) noexcept {
 #endif
 }
 
+/// Stores the first n <= simd_width lanes of v at p; writes nothing past p + n.
+inline void store_first(float* p, vfloat v, std::size_t n) noexcept {
+#if defined(__AVX512F__)
+  __m512 m;
+  std::memcpy(&m, &v, sizeof v);
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), m);
+#else
+  for (std::size_t i = 0; i < n; ++i) p[i] = v[i];
+#endif
+}
+
 /// Name of the instruction set the vectors compile to.
 inline constexpr const char* simd_name() noexcept {
 #if defined(__AVX512F__)

@@ -37,12 +37,15 @@
 /// transposition). The last tile of a plane has fewer vectors where the positions run out; a
 /// partial last vector goes, when oc_rows is a multiple of simd_width, to the inner kernel of the
 /// direct layouts (its positions x oc_rows channels, vectorised over the channels), otherwise the
-/// tile is computed aside and its valid part copied. With stride 1 the input is read in place (its pixels are contiguous too); with any
-/// other stride the pixels read are packed into a compact [n][ic][p] copy first (shared among the
-/// threads or one per thread, as `packing` says). The weights are packed into [oc tile][ic]
-/// [oc_rows] panels when the configuration is prepared. Blocks, chunks of input channels, loop
-/// order and parallel loop are the same knobs as for the direct layouts, over (output channels,
-/// positions of the image taken as one row).
+/// tile is computed aside and its valid part copied. With stride 1 the input is read in place
+/// (its pixels are contiguous too); with any other stride the pixels read are packed into a
+/// compact copy: with `packing` shared one [n][ic][p] copy made by all threads first, with
+/// per_thread each thread copies the positions of each block it computes, just before computing
+/// it. The weights are packed into [oc tile][ic][oc_rows] panels when the configuration is
+/// prepared. The register tile is ow_tile output channels x oc_vectors vectors of positions (the
+/// direct layouts' tile knobs, transposed). Blocks, chunks of input channels, loop order and
+/// parallel loop are the same knobs as for the direct layouts, over (output channels, positions
+/// of the image taken as one row).
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/kernel/status.hpp"
@@ -678,8 +681,10 @@ class Conv2dPlan {
   // The gemm1x1 layout: out[n][oc][p] = sum_ic w[oc][ic] x[n][ic][pixel(p)] over the P output
   // positions p of an image, pixel(p) = (p / OW) stride_h W + (p % OW) stride_w. Weights are
   // packed into [oc tile][ic][oc_rows] panels (zero past the last channel); the input is read in
-  // place (stride 1) or from a compact [n][ic][p] copy of the pixels read (any other stride),
-  // rows padded to ppad_ (a multiple of simd_width) with zeros.
+  // place (stride 1) or from a compact copy of the pixels read (any other stride): with packing
+  // shared one [n][ic][p] copy made by all threads together, rows padded to ppad_ (a multiple of
+  // simd_width) with zeros; with packing per_thread each thread copies the positions of the block
+  // it computes next, just before (no barrier, no position copied twice by a thread).
   void set_up_gemm(const float* weights) {
     if (s_.kernel_h != 1 || s_.kernel_w != 1 || s_.pad_h != 0 || s_.pad_w != 0)
       throw std::invalid_argument("Conv2dPlan: the gemm1x1 layout needs a 1x1 kernel without padding");
@@ -700,11 +705,12 @@ class Conv2dPlan {
     oc_blocks_ = (oc_tiles_total_ + oc_tiles_ - 1) / oc_tiles_;
     ow_blocks_ = (ow_tiles_total_ + ow_tiles_ - 1) / ow_tiles_;
     compact_ = s_.stride_h != 1 || s_.stride_w != 1;
-    per_thread_copy_ = compact_ && p_.packing == Conv2dPacking::per_thread;
+    per_block_ = compact_ && p_.packing == Conv2dPacking::per_thread;
+    block_width_ = ow_tiles_ * nr_;
     const std::size_t IC = s_.in_channels;
-    if (compact_) {
+    if (compact_ && !per_block_) {
       packed_size_ = (s_.batch * IC * ppad_ + 15) / 16 * 16;
-      packed_input_ = AlignedBuffer(packed_size_ * (per_thread_copy_ ? static_cast<std::size_t>(threads_) : 1));
+      packed_input_ = AlignedBuffer(packed_size_);
       std::fill(packed_input_.data(), packed_input_.data() + packed_input_.size(), 0.0f);
     }
     packed_weights_ = AlignedBuffer(oc_tiles_total_ * IC * mr_);
@@ -720,45 +726,66 @@ class Conv2dPlan {
     const std::size_t rest = positions_ % simd_width;
     if (rest != 0 && mr_ % simd_width == 0) {
       tail_ = detail::find_conv2d_tile(static_cast<int>(rest), static_cast<int>(mr_ / simd_width));
-      const std::size_t row_stride = compact_ ? ppad_ : s_.height * s_.width;
+      const std::size_t row_stride = per_block_ ? block_width_ : compact_ ? ppad_ : s_.height * s_.width;
       check_offset(IC * row_stride);
       offset_.resize(IC);
       for (std::size_t c = 0; c < IC; ++c) offset_[c] = static_cast<std::int32_t>(c * row_stride);
     }
     // Per thread: the last tile of positions copied with zero padding (read in place, it would
-    // run past the input when positions are no multiple of simd_width), an edge tile, and the
-    // accumulators of the partial vector.
-    per_thread_ = (IC * nr_ + mr_ * nr_ + mr_ * simd_width + 15) / 16 * 16;
+    // run past the input when positions are no multiple of simd_width), an edge tile, the
+    // accumulators of the partial vector, and the compact copy of a block's positions.
+    block_copy_at_ = (IC * nr_ + mr_ * nr_ + mr_ * simd_width + 15) / 16 * 16;
+    per_thread_ = block_copy_at_ + (per_block_ ? IC * block_width_ : 0);
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
+    std::fill(scratch_.data(), scratch_.data() + scratch_.size(), 0.0f);
   }
 
-  // One row of the compact copy: output row oh of channel c of image n (u = (n IC + c) OH + oh).
-  void pack_gemm_row(const float* input, float* packed, std::size_t u) const {
-    const std::size_t H = s_.height, W = s_.width, sw = s_.stride_w;
-    const std::size_t oh = u % oh_, plane = u / oh_;
-    const float* src = input + (plane * H + oh * s_.stride_h) * W;
-    float* d = packed + plane * ppad_ + oh * ow_;
-    std::size_t x = 0;
+  // d[x - x0] = row[x stride_w] for x in [x0, x1): output columns x0..x1 of one input row.
+  void pack_gemm_columns(const float* row, std::size_t x0, std::size_t x1, float* d) const {
+    const std::size_t W = s_.width, sw = s_.stride_w;
+    std::size_t x = x0;
     // Stride 2: the even lanes of two vectors; partial loads and a partial store for what is left
-    // of the row. (On C5, 1x1/2 56x56, the masked partial store measured faster than element
-    // stores with a copy per thread, 150 against 139 GFLOPS, but slower with the shared copy, 93
-    // against 115; the per-thread copy is then the faster of all four.)
+    // of the row. (On C5, 1x1/2 56x56, with the whole compact copy shared by the threads, the
+    // masked partial store measured slower than element stores, 93 against 115 GFLOPS, while a
+    // copy per thread ran faster with it, 150 against 139.)
     if (sw == 2) {
       constexpr auto v = static_cast<std::size_t>(simd_width);
-      for (; x < ow_; x += v) {
-        const std::size_t left = W - 2 * x;
-        const vfloat lo = left >= v ? load(src + 2 * x) : load_first(src + 2 * x, left);
-        const vfloat hi = left >= 2 * v  ? load(src + 2 * x + v)
-                          : left > v     ? load_first(src + 2 * x + v, left - v)
+      for (; x < x1; x += v) {
+        const std::size_t left = W - 2 * x;  // input columns left in the row
+        const vfloat lo = left >= v ? load(row + 2 * x) : load_first(row + 2 * x, left);
+        const vfloat hi = left >= 2 * v  ? load(row + 2 * x + v)
+                          : left > v     ? load_first(row + 2 * x + v, left - v)
                                          : vfloat{};
         const vfloat e = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
-        if (x + v <= ow_)
-          store(d + x, e);
+        if (x + v <= x1)
+          store(d + (x - x0), e);
         else
-          store_first(d + x, e, ow_ - x);
+          store_first(d + (x - x0), e, x1 - x);
       }
     }
-    for (; x < ow_; ++x) d[x] = src[x * sw];
+    for (; x < x1; ++x) d[x - x0] = row[x * sw];
+  }
+
+  // One row of the shared compact copy: output row oh of channel c of image n
+  // (u = (n IC + c) OH + oh).
+  void pack_gemm_row(const float* input, float* packed, std::size_t u) const {
+    const std::size_t oh = u % oh_, plane = u / oh_;
+    pack_gemm_columns(input + (plane * s_.height + oh * s_.stride_h) * s_.width, 0, ow_,
+                      packed + plane * ppad_ + oh * ow_);
+  }
+
+  // The compact copy of the positions of block pb of image n, [channel][position - first],
+  // rows block_width_ apart (packing per_thread: each thread copies what it computes).
+  void pack_gemm_block(const float* input, std::size_t n, std::size_t pb, float* d) const {
+    const std::size_t IC = s_.in_channels, H = s_.height, W = s_.width;
+    const std::size_t pa = pb * block_width_, pe = std::min(positions_, pa + block_width_);
+    for (std::size_t c = 0; c < IC; ++c) {
+      const float* plane = input + (n * IC + c) * H * W;
+      for (std::size_t oh = pa / ow_; oh * ow_ < pe; ++oh) {
+        const std::size_t x0 = std::max(pa, oh * ow_) - oh * ow_, x1 = std::min(pe, (oh + 1) * ow_) - oh * ow_;
+        pack_gemm_columns(plane + oh * s_.stride_h * W, x0, x1, d + c * block_width_ + oh * ow_ + x0 - pa);
+      }
+    }
   }
 
   void run_gemm(const float* input, float* output) {
@@ -768,12 +795,7 @@ class Conv2dPlan {
       const auto thread = static_cast<std::size_t>(omp_get_thread_num());
       const float* in = input;
       std::size_t row_stride = s_.height * s_.width;  // between the input rows (channels) of the GEMM
-      if (per_thread_copy_) {
-        float* copy = packed_input_.data() + thread * packed_size_;
-        for (std::size_t u = 0; u < s_.batch * s_.in_channels * oh_; ++u) pack_gemm_row(input, copy, u);
-        in = copy;
-        row_stride = ppad_;
-      } else if (compact_) {
+      if (compact_ && !per_block_) {
         const auto rows = static_cast<std::ptrdiff_t>(s_.batch * s_.in_channels * oh_);
 #pragma omp for schedule(static)
         for (std::ptrdiff_t u = 0; u < rows; ++u)
@@ -782,9 +804,19 @@ class Conv2dPlan {
         row_stride = ppad_;
       }
       float* scratch = scratch_.data() + per_thread_ * thread;
+      float* block_copy = scratch + block_copy_at_;
+      std::size_t copied = SIZE_MAX;  // the block of positions in block_copy: n * ow_blocks_ + pb
       const auto N = s_.batch;
       auto run_block = [&](std::size_t n, std::size_t cb, std::size_t pb) {
-        gemm_block(in, row_stride, output, scratch, n, cb, pb);
+        if (!per_block_) {
+          gemm_block(in + n * s_.in_channels * row_stride, row_stride, 0, output, scratch, n, cb, pb);
+          return;
+        }
+        if (copied != n * ow_blocks_ + pb) {
+          pack_gemm_block(input, n, pb, block_copy);
+          copied = n * ow_blocks_ + pb;
+        }
+        gemm_block(block_copy, block_width_, pb * block_width_, output, scratch, n, cb, pb);
       };
       switch (p_.parallel) {
         case Conv2dParallel::oc: {
@@ -830,15 +862,14 @@ class Conv2dPlan {
   }
 
   // One block of the GEMM: output-channel block cb and position block pb of image n, over all
-  // input channels in chunks of ic_block, straight into the NCHW output. `in` holds the image's
-  // input rows `row_stride` apart.
-  void gemm_block(const float* in, std::size_t row_stride, float* output, float* scratch, std::size_t n,
-                  std::size_t cb, std::size_t pb) const {
+  // input channels in chunks of ic_block, straight into the NCHW output. `image` holds the
+  // image's input rows (channels) `row_stride` apart, from position `first` on.
+  void gemm_block(const float* image, std::size_t row_stride, std::size_t first, float* output, float* scratch,
+                  std::size_t n, std::size_t cb, std::size_t pb) const {
     const std::size_t IC = s_.in_channels, OC = s_.out_channels, P = positions_;
     const std::size_t ot0 = cb * oc_tiles_, ots = std::min(oc_tiles_, oc_tiles_total_ - ot0);
     const std::size_t pt0 = pb * ow_tiles_, pts = std::min(ow_tiles_, ow_tiles_total_ - pt0);
     const std::size_t chunks = (IC + ic_block_ - 1) / ic_block_;
-    const float* image = in + n * IC * row_stride;
     float* edge = scratch;             // IC x nr: the last tile of positions, zero-padded
     float* tile = scratch + IC * nr_;  // mr x nr
     float* rest = tile + mr_ * nr_;    // (P % simd_width) x mr
@@ -861,7 +892,7 @@ class Conv2dPlan {
       std::size_t cols = std::min(nr_, P - p0);
       const std::size_t c0 = j * ic_block_, depth = std::min(ic_block_, IC - c0);
       const float* a = packed_weights_.data() + (ot * IC + c0) * mr_;
-      const float* b = image + c0 * row_stride + p0;
+      const float* b = image + c0 * row_stride + (p0 - first);
       const bool accumulate = j > 0;
       if (tail_ && cols % simd_width != 0) {  // the partial vector: positions x channel vectors
         const std::size_t whole = cols / simd_width * simd_width, r = cols - whole;
@@ -1152,6 +1183,10 @@ class Conv2dPlan {
   std::array<detail::MicroKernel, conv2d_max_oc_vectors> gemm_kernels_{};
   detail::Conv2dTileFn tail_ = nullptr;  // the partial last vector of positions (offsets in offset_)
   std::size_t positions_ = 0, ppad_ = 0, mr_ = 0, nr_ = 0;
+  // Packing per_thread with a stride other than 1: each thread copies the positions of the block
+  // it computes (block_width_ = ow_tiles x nr positions) into its scratch at block_copy_at_.
+  bool per_block_ = false;
+  std::size_t block_width_ = 0, block_copy_at_ = 0;
 };
 
 /// The search space of the convolution on one shape: layout, input channel block and packing, the

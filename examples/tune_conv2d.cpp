@@ -182,8 +182,8 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-    // Side by side on the same data, timed the same way: the median of `runs` runs after a
-    // warm-up, each run timed on its own with steady_clock, the three interleaved run by run.
+    // Side by side on the same data, timed the same way: each run timed on its own with
+    // steady_clock, the three in turns of 5 runs after an untimed one (interleaved_medians).
     const auto& best = result.best->config;
     tunekit::Rng rng(seed);  // the CPU kernel ignores it
     const auto ready = kernel.prepare(best);  // sets the best up again and verifies it
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);  // oneDNN's OpenMP runtime uses omp_get_max_threads()
     OneDnnConv onednn(kernel);
     const auto [t_tunekit, t_onednn, t_onednn_nchw] = examples::interleaved_medians(
-        runs,
+        runs, 5,
         [&] {
           const auto r = kernel.run(best, 1, rng);
           return r.status == tunekit::Status::ok ? r.seconds.front() : HUGE_VAL;
@@ -214,8 +214,8 @@ int main(int argc, char** argv) {
                  g_onednn_nchw = task.flop() / t_onednn_nchw / 1e9;
     std::printf("\nbest configuration: %s\n", kernel.space().describe(best).c_str());
     std::printf("  (tuner's measurement %.1f GFLOPS)\n\n", result.best->measurement.throughput(kernel.flop()) / 1e9);
-    std::printf("%s %s, median of %zu interleaved runs after a warm-up, %d threads\n", name.c_str(),
-                shape_tuple(task.shape).c_str(), runs, threads);
+    std::printf("%s %s, median of %zu runs (in turns of 5, each after an untimed run), %d threads\n", name.c_str(),
+                shape_tuple(task.shape).c_str(), (runs + 4) / 5 * 5, threads);
     std::printf("%-42s %10s %10s %10s\n", "", "ms", "GFLOPS", "vs oneDNN");
     std::printf("%-42s %10.3f %10.1f %10.2f\n", "tunekit conv2d, tuned", t_tunekit * 1e3, g_tunekit, g_tunekit / g_onednn);
     std::printf("%-42s %10.3f %10.1f %10.2f\n", onednn_name.c_str(), t_onednn * 1e3, g_onednn, 1.0);

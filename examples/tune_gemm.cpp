@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     Eigen::Map<const RowMajor> ea(kernel.a(), mi, ki), eb(kernel.b(), ki, ni);
     Eigen::Map<RowMajor> ec(c.data(), mi, ni);
     const auto [t_tunekit, t_openblas, t_eigen] = examples::interleaved_medians(
-        runs,
+        runs, 5,
         timed([&] { tunekit::cpu::sgemm(p, m, n, k, kernel.a(), k, kernel.b(), n, c.data(), n, ws, threads); }),
         timed([&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, kernel.a(), ki, kernel.b(), ni,
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     const double g_tunekit = flop / t_tunekit / 1e9, g_openblas = flop / t_openblas / 1e9,
                  g_eigen = flop / t_eigen / 1e9;
     std::printf("\nbest configuration: %s\n\n", kernel.space().describe(result.best->config).c_str());
-    std::printf("%-34s %10s %12s\n", "SGEMM (median of 15, interleaved)", "GFLOPS", "vs OpenBLAS");
+    std::printf("%-34s %10s %12s\n", "SGEMM (median of 15, in turns)", "GFLOPS", "vs OpenBLAS");
     std::printf("%-34s %10.1f %12.2f\n", "tunekit, tuned", g_tunekit, g_tunekit / g_openblas);
     const std::string ob = std::string("OpenBLAS ") + openblas_get_corename();
     std::printf("%-34s %10.1f %12.2f\n", ob.c_str(), g_openblas, 1.0);

@@ -83,21 +83,29 @@ TuningOutcome tune(K& kernel, const TuningSetup& s) {
   return tune_with<tunekit::RandomSearchTuner>(kernel, s);
 }
 
-/// The median seconds of each of the timers (callables returning the seconds of one run), `runs`
-/// runs each, interleaved: after one warm-up run of each, round r runs every timer once in turn.
-/// A slow spell of a shared machine then hits all of them alike, so their ratios stay fair.
+/// The median seconds of each of the timers (callables returning the seconds of one run), timed
+/// in turns: each turn runs every timer once untimed (its caches warm again after the others ran)
+/// and then `per_turn` times timed, until each has at least `runs` timed runs. A slow spell of a
+/// shared machine then hits all of them alike, so their ratios stay fair, and each is timed with
+/// its own data in cache, as when run back to back.
 template <class... F>
-std::array<double, sizeof...(F)> interleaved_medians(std::size_t runs, F&&... time_one) {
-  (time_one(), ...);
+std::array<double, sizeof...(F)> interleaved_medians(std::size_t runs, std::size_t per_turn, F&&... time_one) {
   std::array<std::vector<double>, sizeof...(F)> t;
-  for (std::size_t r = 0; r < runs; ++r) {
+  for (std::size_t done = 0; done < runs; done += per_turn) {
     std::size_t i = 0;
-    ((t[i++].push_back(time_one())), ...);
+    (
+        [&] {
+          time_one();
+          for (std::size_t r = 0; r < per_turn; ++r) t[i].push_back(time_one());
+          ++i;
+        }(),
+        ...);
   }
   std::array<double, sizeof...(F)> median{};
   for (std::size_t i = 0; i < t.size(); ++i) {
-    std::nth_element(t[i].begin(), t[i].begin() + static_cast<std::ptrdiff_t>(runs / 2), t[i].end());
-    median[i] = t[i][runs / 2];
+    const auto mid = t[i].begin() + static_cast<std::ptrdiff_t>(t[i].size() / 2);
+    std::nth_element(t[i].begin(), mid, t[i].end());
+    median[i] = *mid;
   }
   return median;
 }

@@ -1,5 +1,6 @@
 // Per-round overhead of the model-based pipelines: one `ask(64)` (fit the surrogate on the whole
-// history, search the space with the acquisition, select the batch) after n measured configs of
+// history, search the space with the acquisition, select the batch; for ppo and chameleon also
+// the agent's PPO updates during the search) after n measured configs of
 // a recorded space (gemm_RTX_3090, replayed). Random search is the reference: its round costs
 // only the sampling.
 //
@@ -46,5 +47,10 @@ BENCHMARK(round_overhead<tunekit::RandomSearchTuner>)->Name("random")->Arg(100)-
 BENCHMARK(round_overhead<tunekit::AutoTvmTuner>)->Name("autotvm")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::RfEiSaTuner>)->Name("rfei-sa")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::AdaTuneTuner>)->Name("adatune")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+// Chameleon's pipelines: the PPO agent (its weights persist from one iteration to the next, as
+// between rounds) and the k-means sampler, which hands out fewer than 64 configs.
+BENCHMARK(round_overhead<tunekit::SaAsTuner>)->Name("sa-as")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(round_overhead<tunekit::PpoTuner>)->Name("ppo")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(round_overhead<tunekit::ChameleonTuner>)->Name("chameleon")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

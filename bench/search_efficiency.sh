@@ -4,7 +4,7 @@
 # (AutoTVM's default) and 32. Writes one summary JSON per run under OUT and prints the markdown
 # table (median score at B = 25, 50, 100, 200, 400; median evaluations to 0.95 and 0.99).
 #
-#   bench/search_efficiency.sh [OUT]      (after scripts/build.sh; about an hour on 2 cores)
+#   bench/search_efficiency.sh [OUT]      (after scripts/build.sh; about two hours on 2 cores)
 #
 # The runs are deterministic: a seed gives the same trace on any machine and thread count.
 set -euo pipefail
@@ -16,7 +16,7 @@ mkdir -p "$out"
 for csv in "$datasets"/*.csv; do
   name=$(basename "$csv" .csv)
   for plan in 64 32; do
-    for tuner in random autotvm rfei-sa rfei-csa adatune; do
+    for tuner in random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo; do
       if [[ $tuner == random && $plan == 32 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue

@@ -17,9 +17,10 @@
 namespace examples {
 
 /// The presets a program accepts for --tuner.
-inline const char* const tuner_names = "adatune, rfei-csa, autotvm, random";
+inline const char* const tuner_names = "adatune, rfei-csa, autotvm, chameleon, sa-as, ppo, random";
 inline bool known_tuner(const std::string& name) {
-  return name == "adatune" || name == "rfei-csa" || name == "autotvm" || name == "random";
+  return name == "adatune" || name == "rfei-csa" || name == "autotvm" || name == "chameleon" || name == "sa-as" ||
+         name == "ppo" || name == "random";
 }
 
 struct TuningSetup {
@@ -80,6 +81,9 @@ TuningOutcome tune(K& kernel, const TuningSetup& s) {
   if (s.tuner == "adatune") return tune_with<tunekit::AdaTuneTuner>(kernel, s);
   if (s.tuner == "rfei-csa") return tune_with<tunekit::RfEiCsaTuner>(kernel, s);
   if (s.tuner == "autotvm") return tune_with<tunekit::AutoTvmTuner>(kernel, s);
+  if (s.tuner == "chameleon") return tune_with<tunekit::ChameleonTuner>(kernel, s);
+  if (s.tuner == "sa-as") return tune_with<tunekit::SaAsTuner>(kernel, s);
+  if (s.tuner == "ppo") return tune_with<tunekit::PpoTuner>(kernel, s);
   return tune_with<tunekit::RandomSearchTuner>(kernel, s);
 }
 

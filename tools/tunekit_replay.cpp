@@ -28,8 +28,8 @@ with the dataset's recorded samples, so the search sees real noise and real fail
 
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md)      (required)
-  --tuner NAME           tuner preset: random, grid, autotvm, adatune,
-                         rfei-sa, rfei-csa (docs/concepts.md)                     [random]
+  --tuner NAME           tuner preset: random, grid, autotvm, adatune, rfei-sa,
+                         rfei-csa, chameleon, sa-as, ppo (docs/concepts.md)       [random]
   --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
   --budget N             distinct configs measured per run, failed ones included  [400]
   --seeds S              runs with seeds 0 .. S-1                                 [25]
@@ -113,6 +113,9 @@ const std::map<std::string, RunFn>& tuners() {
       {"adatune", runner<tunekit::AdaTuneTuner>()},
       {"rfei-sa", runner<tunekit::RfEiSaTuner>()},
       {"rfei-csa", runner<tunekit::RfEiCsaTuner>()},
+      {"chameleon", runner<tunekit::ChameleonTuner>()},
+      {"sa-as", runner<tunekit::SaAsTuner>()},
+      {"ppo", runner<tunekit::PpoTuner>()},
   };
   return t;
 }

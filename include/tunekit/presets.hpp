@@ -8,6 +8,8 @@
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/optimizer/contextual_annealing.hpp"
 #include "tunekit/optimizer/grid_search.hpp"
+#include "tunekit/optimizer/kmeans_sampler.hpp"
+#include "tunekit/optimizer/policy_gradient.hpp"
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"
 #include "tunekit/surrogate/gradient_boosted_trees.hpp"
@@ -36,5 +38,19 @@ using RfEiCsaTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealin
 /// annealing, and the adaptive evaluator (AdaptiveCV: micro-batches until the throughput's
 /// coefficient of variation is below 0.1).
 using AdaTuneTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, AdaptiveCV>;
+
+/// Chameleon's ablation, step 1 (`sa-as`): AutoTVM's pipeline with Chameleon's adaptive sampling
+/// (KMeansSampler: k-means over the annealing's candidates, one measurement per cluster, sample
+/// synthesis in place of already measured centroids).
+using SaAsTuner = Tuner<GradientBoostedTrees, PredictedMean, Annealing<FixedEpsilon, KMeansSampler>, Deterministic>;
+
+/// Chameleon's ablation, step 2 (`ppo`): AutoTVM's pipeline with the annealing replaced by
+/// Chameleon's PPO agent (PolicyGradient), without adaptive sampling.
+using PpoTuner = Tuner<GradientBoostedTrees, PredictedMean, PolicyGradient, Deterministic>;
+
+/// Chameleon (Ahn et al., ICLR 2020): AutoTVM's boosted trees ranking candidates by predicted
+/// throughput, the PPO agent's adaptive exploration, adaptive sampling (KMeansSampler) of what
+/// it found, AutoTVM's epsilon-greedy 0.05 (kept in Chameleon's code), deterministic measurement.
+using ChameleonTuner = Tuner<GradientBoostedTrees, PredictedMean, Ppo<FixedEpsilon, KMeansSampler>, Deterministic>;
 
 }  // namespace tunekit

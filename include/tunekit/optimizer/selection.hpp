@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// Batch selection for model-based optimizers: how much of a batch explores at random
-/// (ExplorationPolicy: FixedEpsilon, ContextualEpsilon) and how the rest is picked from the
-/// search's candidates (PickPolicy: TopPick, DiversePick).
+/// (ExplorationPolicy: FixedEpsilon, ContextualEpsilon), how the rest is picked from the
+/// search's candidates (PickPolicy: TopPick, DiversePick; KMeansSampler in kmeans_sampler.hpp),
+/// and model_based_batch, which puts the two together for Annealing and Ppo.
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/optimizer/random_search.hpp"
@@ -16,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace tunekit {
@@ -128,6 +130,54 @@ struct DiversePick {
     return submodular_pick(space, best_first, n, knob_weight, score_weight);
   }
 };
+
+/// The batch of a model-based optimizer (Annealing, Ppo): round(epsilon * n) configs
+/// (Exploration; stochastic rounding) are random unvisited ones and the rest come from the
+/// search's candidates (`find(num)`: up to num unvisited candidates, best first) through Pick.
+/// Without a fitted model (no success yet) the whole batch is random.
+/// - A SelectingPickPolicy chooses among the candidates; short of them, random configs fill the
+///   batch to n.
+/// - A SamplingPickPolicy makes its own configs and may return fewer on purpose: the batch is
+///   then its configs plus the random share (all random when it returned none).
+/// `last_random` is set to the random share the exploration policy asked for.
+template <ExplorationPolicy Exploration, PickPolicy Pick, class FindCandidates>
+std::vector<Config> model_based_batch(const SearchContext& ctx, std::size_t n, Rng& rng, Exploration& exploration,
+                                      Pick& pick, FindCandidates&& find, std::size_t& last_random) {
+  std::vector<Config> out;
+  std::unordered_set<std::uint64_t> taken;
+  std::size_t random = n;
+  if (ctx.has_model() && n > 0) {
+    const double eps = exploration.epsilon(ctx, rng);
+    if (!(eps >= 0 && eps <= 1)) throw std::logic_error("model-based optimizer: epsilon outside [0, 1]");
+    last_random = std::min(n, stochastic_round(eps * static_cast<double>(n), rng));
+    const std::size_t exploit = n - last_random;
+    if (exploit > 0) {
+      const std::vector<Candidate> cands = find(pick.candidates(exploit));
+      if constexpr (SelectingPickPolicy<Pick>) {
+        for (std::size_t i : pick.select(ctx.space, cands, exploit, rng)) {
+          if (out.size() == exploit) break;
+          if (!taken.insert(cands.at(i).index).second) continue;
+          out.push_back(cands[i].config);
+        }
+      } else {
+        for (Config& c : pick.sample(ctx, cands, exploit, rng)) {
+          if (out.size() == exploit) break;
+          if (!ctx.space.is_valid(c)) throw std::logic_error("pick policy sampled an invalid config");
+          const auto idx = ctx.space.to_index(c);
+          if (ctx.visited.contains(idx)) throw std::logic_error("pick policy sampled a visited config");
+          if (!taken.insert(idx).second) continue;
+          out.push_back(std::move(c));
+        }
+      }
+    }
+    if constexpr (SelectingPickPolicy<Pick>)
+      random = n - out.size();
+    else
+      random = out.empty() ? n : last_random;
+  }
+  draw_unvisited(ctx, random, rng, taken, out);
+  return out;
+}
 
 static_assert(ExplorationPolicy<FixedEpsilon>);
 static_assert(ExplorationPolicy<ContextualEpsilon>);

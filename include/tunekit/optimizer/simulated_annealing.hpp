@@ -5,6 +5,7 @@
 /// (AutoTVM: epsilon-greedy 0.05) as its default.
 
 #include "tunekit/concepts.hpp"
+#include "tunekit/optimizer/candidate_list.hpp"
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/selection.hpp"
 
@@ -15,7 +16,6 @@
 #include <exception>
 #include <functional>
 #include <limits>
-#include <queue>
 #include <span>
 #include <stdexcept>
 #include <unordered_set>
@@ -107,7 +107,7 @@ class AnnealingSearch {
     chain_rng.reserve(chains);
     for (std::size_t i = 0; i < chains; ++i) chain_rng.push_back(derive_stream(rng, i));
 
-    TopList top(num, ctx.visited);
+    CandidateList top(num, ctx.visited);
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<double> scores = ctx.score(points_);
     const double initial_scoring_seconds =
@@ -186,48 +186,6 @@ class AnnealingSearch {
   }
 
  private:
-  // AutoTVM's heap of the best `num` (score, config) pairs, excluding visited configs and
-  // duplicates.
-  class TopList {
-   public:
-    TopList(std::size_t capacity, const std::unordered_set<std::uint64_t>& visited)
-        : capacity_(capacity), visited_(visited) {}
-
-    // Whether the list changed.
-    bool offer(const Config& c, std::uint64_t index, double score) {
-      if (capacity_ == 0 || visited_.contains(index) || members_.contains(index)) return false;
-      if (heap_.size() == capacity_) {
-        if (!(score > heap_.top().score)) return false;
-        members_.erase(heap_.top().index);
-        heap_.pop();
-      }
-      heap_.push(Candidate{c, index, score});
-      members_.insert(index);
-      return true;
-    }
-
-    std::vector<Candidate> sorted() {
-      std::vector<Candidate> out;
-      out.reserve(heap_.size());
-      while (!heap_.empty()) {
-        out.push_back(heap_.top());
-        heap_.pop();
-      }
-      std::reverse(out.begin(), out.end());
-      members_.clear();
-      return out;
-    }
-
-   private:
-    struct Worse {
-      bool operator()(const Candidate& a, const Candidate& b) const { return a.score > b.score; }
-    };
-    std::size_t capacity_;
-    const std::unordered_set<std::uint64_t>& visited_;
-    std::unordered_set<std::uint64_t> members_;
-    std::priority_queue<Candidate, std::vector<Candidate>, Worse> heap_;
-  };
-
   AnnealingParams params_{};
   std::vector<Config> points_;
   std::size_t iterations_ = 0;
@@ -235,8 +193,9 @@ class AnnealingSearch {
 
 /// A model-based optimizer: AnnealingSearch over the acquisition, then a batch of which
 /// round(epsilon * n) configs (Exploration; stochastic rounding) are random unvisited ones and the
-/// rest are picked from the search's top candidates (Pick). Without a fitted model (no success
-/// yet) the whole batch is random. Short of candidates, random configs fill the batch.
+/// rest are picked from the search's top candidates (Pick; see model_based_batch). Without a
+/// fitted model (no success yet) the whole batch is random. Short of candidates, random configs
+/// fill the batch (a SamplingPickPolicy such as KMeansSampler may return a smaller one).
 template <ExplorationPolicy Exploration = FixedEpsilon, PickPolicy Pick = TopPick>
 class Annealing {
  public:
@@ -245,24 +204,9 @@ class Annealing {
       : search_(params), exploration_(std::move(exploration)), pick_(std::move(pick)) {}
 
   std::vector<Config> propose(const SearchContext& ctx, std::size_t n, Rng& rng) {
-    std::vector<Config> out;
-    std::unordered_set<std::uint64_t> taken;
-    if (ctx.has_model() && n > 0) {
-      const double eps = exploration_.epsilon(ctx, rng);
-      if (!(eps >= 0 && eps <= 1)) throw std::logic_error("Annealing: epsilon outside [0, 1]");
-      last_random_ = std::min(n, stochastic_round(eps * static_cast<double>(n), rng));
-      const std::size_t exploit = n - last_random_;
-      if (exploit > 0) {
-        const auto cands = search_.find_maximums(ctx, pick_.candidates(exploit), rng);
-        for (std::size_t i : pick_.select(ctx.space, cands, exploit, rng)) {
-          if (out.size() == exploit) break;
-          if (!taken.insert(cands.at(i).index).second) continue;
-          out.push_back(cands[i].config);
-        }
-      }
-    }
-    draw_unvisited(ctx, n - out.size(), rng, taken, out);
-    return out;
+    return model_based_batch(
+        ctx, n, rng, exploration_, pick_,
+        [&](std::size_t num) { return search_.find_maximums(ctx, num, rng); }, last_random_);
   }
 
   AnnealingSearch& search() noexcept { return search_; }

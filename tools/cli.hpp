@@ -25,9 +25,9 @@ class CommandLine {
       }
       if (a.rfind("--", 0) != 0) fail("unexpected argument '" + a + "'");
       if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
-        values_[a] = argv[++i];
+        values_[a].push_back(argv[++i]);
       else
-        values_[a] = "";
+        values_[a].push_back("");
     }
   }
 
@@ -36,13 +36,27 @@ class CommandLine {
     used_.insert(name);
     const auto it = values_.find(name);
     if (it == values_.end()) return false;
-    if (!it->second.empty()) fail(name + " takes no value");
+    for (const auto& v : it->second)
+      if (!v.empty()) fail(name + " takes no value");
     return true;
   }
 
   std::string text(const std::string& name, const std::string& fallback) {
     const auto v = value(name);
     return v ? *v : fallback;
+  }
+
+  /// Whether an option was given (with or without a value).
+  bool given(const std::string& name) const { return values_.contains(name); }
+
+  /// Every value of an option that may be given several times, in order (empty when absent).
+  std::vector<std::string> texts(const std::string& name) {
+    used_.insert(name);
+    const auto it = values_.find(name);
+    if (it == values_.end()) return {};
+    for (const auto& v : it->second)
+      if (v.empty()) fail("option " + name + " needs a value");
+    return it->second;
   }
 
   /// A positive integer.
@@ -92,12 +106,13 @@ class CommandLine {
     used_.insert(name);
     const auto it = values_.find(name);
     if (it == values_.end()) return nullptr;
-    if (it->second.empty()) fail("option " + name + " needs a value");
-    return &it->second;
+    if (it->second.size() > 1) fail("option " + name + " is given more than once");
+    if (it->second.back().empty()) fail("option " + name + " needs a value");
+    return &it->second.back();
   }
 
   std::string program_;
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> values_;
   std::set<std::string> used_;
 };
 

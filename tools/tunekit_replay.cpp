@@ -2,7 +2,9 @@
 // seeds and reports its search efficiency (the score of shared/datasets/PEERS.md).
 
 #include <tunekit/tunekit.hpp>
+#include <tunekit/kernel/multi_task_replay.hpp>
 #include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/scheduler/by_name.hpp>
 
 #include "cli.hpp"
 
@@ -12,7 +14,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <span>
 #include <iostream>
 #include <map>
 #include <stdexcept>
@@ -48,6 +53,21 @@ options:
   --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
   --quiet                no per-seed lines
   --help                 this text
+
+Multi-task replay (several --dataset, or --scheduler): the datasets are the operators of one
+model, tuned in slots given out by a scheduler; the objective is the weighted sum of the tasks'
+best latencies, reported over simulated measurement seconds (summed over tasks).
+  --dataset FILE.csv     once per task, in task order
+  --scheduler NAME       sequential, round-robin, random, flop, bandit, bandit-epsilon,
+                         bandit-softmax, gradient (docs/concepts.md)              [round-robin]
+  --weights W1,W2,...    how often each operator appears                         [1 each]
+  --flops F1,F2,...      FLOP per run of each task (FlopProportional, Ansor's groups;
+                         0: unknown)                                              [0 each]
+  --slot N               trials per slot                                          [16]
+  --budget N             trials of all tasks together                  [400 x tasks]
+  --out objective.csv    one row per (seed, trial): slot, task, simulated seconds, objective
+  --summary-json FILE    the summary as JSON: per seed the final objective and the simulated
+                         seconds to reach 1.05x and 1.01x of it, and their medians
 )";
 
 struct Args {
@@ -55,11 +75,51 @@ struct Args {
   std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
   double flop, overhead, cv_threshold;
   bool quiet;
+  // Multi-task replay.
+  std::vector<std::string> datasets;
+  std::string scheduler;
+  std::vector<double> weights, flops;
+  std::size_t slot;
+  bool multi;
 };
+
+std::vector<double> number_list(tunekit::cli::CommandLine& cl, const std::string& name, std::size_t n,
+                                 double fallback) {
+  const std::string text = cl.text(name, "");
+  if (text.empty()) return std::vector<double>(n, fallback);
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t pos = 0;
+    double x = -1;
+    try {
+      x = std::stod(item, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != item.size() || !(x >= 0) || !std::isfinite(x))
+      cl.fail(name + ": not a non-negative number: '" + item + "'");
+    out.push_back(x);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() != n)
+    cl.fail(name + " has " + std::to_string(out.size()) + " values for " + std::to_string(n) + " datasets");
+  return out;
+}
 
 Args parse(tunekit::cli::CommandLine& cl) {
   Args a;
-  a.dataset = cl.text("--dataset", "");
+  a.datasets = cl.texts("--dataset");
+  a.dataset = a.datasets.empty() ? "" : a.datasets.front();
+  a.scheduler = cl.text("--scheduler", "");
+  a.multi = a.datasets.size() > 1 || !a.scheduler.empty();
+  if (a.scheduler.empty()) a.scheduler = "round-robin";
+  a.slot = cl.count("--slot", 16);
+  a.weights = number_list(cl, "--weights", a.datasets.size(), 1.0);
+  a.flops = number_list(cl, "--flops", a.datasets.size(), 0.0);
   a.tuner = cl.text("--tuner", "random");
   a.evaluator = cl.text("--evaluator", "preset");
   a.repeat = cl.count("--repeat", 3);
@@ -68,7 +128,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.cv_threshold = cl.real("--cv-threshold", 0.1);
   a.out = cl.text("--out", "");
   a.summary_json = cl.text("--summary-json", "");
-  a.budget = cl.count("--budget", 400);
+  a.budget = cl.count("--budget", 400 * (a.multi ? std::max<std::size_t>(a.datasets.size(), 1) : 1));
   a.seeds = cl.count("--seeds", 25);
   a.plan_size = cl.count("--plan-size", 64);
   a.flop = cl.real("--flop", 0.0);
@@ -76,6 +136,17 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.quiet = cl.flag("--quiet");
   cl.reject_unknown();
   if (a.dataset.empty()) cl.fail("--dataset is required");
+  if (!a.multi && (cl.given("--weights") || cl.given("--flops") || cl.given("--slot")))
+    cl.fail("--weights, --flops and --slot are for a multi-task replay (several --dataset or --scheduler)");
+  for (double w : a.weights)
+    if (!(w > 0)) cl.fail("--weights must be positive");
+  if (a.multi) {
+    try {
+      tunekit::make_scheduler(a.scheduler);
+    } catch (const std::invalid_argument& e) {
+      cl.fail(e.what());
+    }
+  }
   if (a.evaluator != "preset" && a.evaluator != "deterministic" && a.evaluator != "adaptive")
     cl.fail("unknown evaluator '" + a.evaluator + "' (available: preset, deterministic, adaptive)");
   return a;
@@ -91,31 +162,72 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
   return tunekit::replay_trace(tuner, kernel, rng);
 }
 
+using MultiRunFn = std::function<tunekit::MultiTaskTrace(std::span<tunekit::ReplayKernel>,
+                                                          std::span<const tunekit::TaskOptions>, const Args&,
+                                                          tunekit::Rng&)>;
+
+template <class TunerT>
+tunekit::MultiTaskTrace run_multi_one(std::span<tunekit::ReplayKernel> kernels,
+                                      std::span<const tunekit::TaskOptions> tasks, const Args& a, tunekit::Rng& rng,
+                                      typename TunerT::Evaluator evaluator) {
+  return tunekit::replay_multi_task<TunerT>(
+      kernels, tasks, tunekit::make_scheduler(a.scheduler),
+      {.budget = {.trials = a.budget}, .slot_trials = a.slot, .plan_size = a.plan_size}, rng,
+      {.evaluator = std::move(evaluator)});
+}
+
+// Calls run(TunerT-with-the-chosen-evaluator, evaluator) for --evaluator.
+template <class TunerT, class Run>
+auto with_evaluator(const Args& a, Run&& run) {
+  if (a.evaluator == "deterministic")
+    return run.template operator()<tunekit::WithEvaluator<TunerT, tunekit::Deterministic>>(
+        tunekit::Deterministic({.warmup = 1, .repeat = a.repeat}));
+  if (a.evaluator == "adaptive")
+    return run.template operator()<tunekit::WithEvaluator<TunerT, tunekit::AdaptiveCV>>(
+        tunekit::AdaptiveCV({.max_runs = a.max_runs, .batch = a.batch, .threshold = a.cv_threshold}));
+  return run.template operator()<TunerT>(typename TunerT::Evaluator());
+}
+
 template <class TunerT>
 RunFn runner() {
   return [](tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng) {
-    if (a.evaluator == "deterministic")
-      return run_one<tunekit::WithEvaluator<TunerT, tunekit::Deterministic>>(
-          kernel, a, rng, tunekit::Deterministic({.warmup = 1, .repeat = a.repeat}));
-    if (a.evaluator == "adaptive")
-      return run_one<tunekit::WithEvaluator<TunerT, tunekit::AdaptiveCV>>(
-          kernel, a, rng,
-          tunekit::AdaptiveCV({.max_runs = a.max_runs, .batch = a.batch, .threshold = a.cv_threshold}));
-    return run_one<TunerT>(kernel, a, rng, typename TunerT::Evaluator());
+    return with_evaluator<TunerT>(a, [&]<class T>(typename T::Evaluator e) {
+      return run_one<T>(kernel, a, rng, std::move(e));
+    });
   };
 }
 
-const std::map<std::string, RunFn>& tuners() {
-  static const std::map<std::string, RunFn> t = {
-      {"random", runner<tunekit::RandomSearchTuner>()},
-      {"grid", runner<tunekit::GridSearchTuner>()},
-      {"autotvm", runner<tunekit::AutoTvmTuner>()},
-      {"adatune", runner<tunekit::AdaTuneTuner>()},
-      {"rfei-sa", runner<tunekit::RfEiSaTuner>()},
-      {"rfei-csa", runner<tunekit::RfEiCsaTuner>()},
-      {"chameleon", runner<tunekit::ChameleonTuner>()},
-      {"sa-as", runner<tunekit::SaAsTuner>()},
-      {"ppo", runner<tunekit::PpoTuner>()},
+template <class TunerT>
+MultiRunFn multi_runner() {
+  return [](std::span<tunekit::ReplayKernel> kernels, std::span<const tunekit::TaskOptions> tasks, const Args& a,
+            tunekit::Rng& rng) {
+    return with_evaluator<TunerT>(a, [&]<class T>(typename T::Evaluator e) {
+      return run_multi_one<T>(kernels, tasks, a, rng, std::move(e));
+    });
+  };
+}
+
+struct Runners {
+  RunFn single;
+  MultiRunFn multi;
+};
+
+template <class TunerT>
+Runners runners() {
+  return {runner<TunerT>(), multi_runner<TunerT>()};
+}
+
+const std::map<std::string, Runners>& tuners() {
+  static const std::map<std::string, Runners> t = {
+      {"random", runners<tunekit::RandomSearchTuner>()},
+      {"grid", runners<tunekit::GridSearchTuner>()},
+      {"autotvm", runners<tunekit::AutoTvmTuner>()},
+      {"adatune", runners<tunekit::AdaTuneTuner>()},
+      {"rfei-sa", runners<tunekit::RfEiSaTuner>()},
+      {"rfei-csa", runners<tunekit::RfEiCsaTuner>()},
+      {"chameleon", runners<tunekit::ChameleonTuner>()},
+      {"sa-as", runners<tunekit::SaAsTuner>()},
+      {"ppo", runners<tunekit::PpoTuner>()},
   };
   return t;
 }
@@ -123,6 +235,141 @@ const std::map<std::string, RunFn>& tuners() {
 nlohmann::json median_or_null(const std::vector<double>& v) {
   const double m = tunekit::quantile(v, 0.5);
   return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(nullptr);
+}
+
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+// The multi-task replay: the datasets as the operators of one model.
+int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine& cl) {
+  try {
+    std::vector<tunekit::ReplayKernel> kernels;
+    std::vector<tunekit::TaskOptions> tasks;
+    std::vector<std::string> names;
+    double optimum = 0.0;
+    for (std::size_t i = 0; i < args.datasets.size(); ++i) {
+      const std::filesystem::path path(args.datasets[i]);
+      std::string name = path.stem().string();
+      if (std::find(names.begin(), names.end(), name) != names.end()) name += "#" + std::to_string(i + 1);
+      names.push_back(name);
+      kernels.push_back(tunekit::ReplayKernel::from_csv(
+          path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name}));
+      // Ansor's operator tag: the dataset's kernel family, its file name up to the first '_'.
+      tasks.push_back({.name = name, .weight = args.weights[i], .flop = args.flops[i],
+                       .tag = name.substr(0, name.find('_'))});
+      optimum += args.weights[i] * kernels.back().optimum_ms();
+      std::cerr << "tunekit-replay: task " << i << " " << name << ": weight " << args.weights[i] << ", "
+                << kernels.back().row_count() << " recorded configs, optimum " << kernels.back().optimum_ms()
+                << " ms\n";
+    }
+    std::cerr << "tunekit-replay: scheduler " << args.scheduler << ", tuner " << args.tuner << ", slots of "
+              << args.slot << " trials, budget " << args.budget << ", " << args.seeds << " seeds\n";
+
+    std::ofstream out;
+    if (!args.out.empty()) {
+      out.open(args.out);
+      if (!out) cl.fail("cannot write " + args.out);
+      out << "seed,trial,slot,task,simulated_seconds,objective_ms\n";
+    }
+    std::vector<tunekit::MultiTaskTrace> traces;
+    std::vector<double> final_ms, to105, to101, wall, sched;
+    std::vector<std::vector<double>> slots_per_task(kernels.size());
+    for (std::size_t seed = 0; seed < args.seeds; ++seed) {
+      tunekit::Rng rng(seed);
+      traces.push_back(run(kernels, tasks, args, rng));
+      const auto& t = traces.back();
+      final_ms.push_back(t.final_objective() * 1e3);
+      to105.push_back(t.seconds_to(1.05));
+      to101.push_back(t.seconds_to(1.01));
+      wall.push_back(t.wall_seconds);
+      sched.push_back(t.scheduler_seconds);
+      std::vector<std::size_t> slots(kernels.size(), 0);
+      for (std::size_t k : t.slot_tasks) ++slots[k];
+      for (std::size_t k = 0; k < slots.size(); ++k) slots_per_task[k].push_back(static_cast<double>(slots[k]));
+      if (out.is_open())
+        for (const auto& p : t.objective) {
+          char num[96];
+          std::snprintf(num, sizeof num, "%.3f,%.6g", p.measure_seconds, p.objective * 1e3);
+          out << seed << ',' << p.trial << ',' << p.slot << ',' << names[p.task] << ',' << num << '\n';
+        }
+      if (!args.quiet) {
+        std::cerr << "  seed " << seed << ": final objective " << final_ms.back() << " ms, 1.05x at "
+                  << to105.back() << " s, 1.01x at " << to101.back() << " s; slots per task";
+        for (std::size_t s : slots) std::cerr << ' ' << s;
+        std::cerr << " (" << t.wall_seconds << " s)\n";
+      }
+    }
+
+    // The objective over simulated time: the median over seeds at 10 points up to the shortest run.
+    double horizon = std::numeric_limits<double>::infinity();
+    for (const auto& t : traces)
+      if (!t.objective.empty()) horizon = std::min(horizon, t.objective.back().measure_seconds);
+    nlohmann::json over_time = nlohmann::json::array();
+    std::printf("%12s %14s %14s %14s\n", "sim. seconds", "p25 obj. ms", "median obj. ms", "p75 obj. ms");
+    if (std::isfinite(horizon))
+      for (int i = 1; i <= 10; ++i) {
+        const double at = horizon * i / 10.0;
+        std::vector<double> v;
+        for (const auto& t : traces) {
+          double obj = std::numeric_limits<double>::infinity();
+          for (const auto& p : t.objective) {
+            if (p.measure_seconds > at) break;
+            obj = p.objective;
+          }
+          v.push_back(obj * 1e3);
+        }
+        const double p25 = tunekit::quantile(v, 0.25), med = tunekit::quantile(v, 0.5),
+                     p75 = tunekit::quantile(v, 0.75);
+        std::printf("%12.1f %14.6g %14.6g %14.6g\n", at, p25, med, p75);
+        over_time.push_back({{"seconds", at}, {"median_ms", finite_or_null(med)}, {"p25_ms", finite_or_null(p25)},
+                             {"p75_ms", finite_or_null(p75)}});
+      }
+
+    nlohmann::json summary;
+    summary["mode"] = "multi-task";
+    nlohmann::json ds = nlohmann::json::array();
+    for (const auto& d : args.datasets) ds.push_back(std::filesystem::path(d).filename().string());
+    summary["datasets"] = ds;
+    summary["weights"] = args.weights;
+    summary["flops"] = args.flops;
+    summary["scheduler"] = args.scheduler;
+    summary["tuner"] = args.tuner;
+    summary["evaluator"] = args.evaluator;
+    summary["seeds"] = args.seeds;
+    summary["budget"] = args.budget;
+    summary["slot_trials"] = args.slot;
+    summary["optimum_objective_ms"] = optimum;
+    nlohmann::json f = nlohmann::json::array(), a = nlohmann::json::array(), b = nlohmann::json::array();
+    for (std::size_t i = 0; i < traces.size(); ++i) {
+      f.push_back(finite_or_null(final_ms[i]));
+      a.push_back(finite_or_null(to105[i]));
+      b.push_back(finite_or_null(to101[i]));
+    }
+    summary["final_objective_ms"] = f;
+    summary["seconds_to_1.05x"] = a;
+    summary["seconds_to_1.01x"] = b;
+    summary["final_objective_ms_median"] = median_or_null(final_ms);
+    summary["seconds_to_1.05x_median"] = median_or_null(to105);
+    summary["seconds_to_1.01x_median"] = median_or_null(to101);
+    nlohmann::json spt = nlohmann::json::array();
+    for (const auto& v : slots_per_task) spt.push_back(tunekit::quantile(v, 0.5));
+    summary["slots_per_task_median"] = spt;
+    summary["objective_over_time"] = over_time;
+    summary["wall_seconds_per_run"] = tunekit::stats::mean(wall);
+    summary["scheduler_seconds_per_run"] = tunekit::stats::mean(sched);
+    std::printf("final objective %s ms (optimum of the datasets %.6g ms); simulated seconds to 1.05x of it: %s, "
+                "to 1.01x: %s (medians over seeds; null: not reached by half)\n",
+                summary["final_objective_ms_median"].dump().c_str(), optimum,
+                summary["seconds_to_1.05x_median"].dump().c_str(), summary["seconds_to_1.01x_median"].dump().c_str());
+    if (!args.summary_json.empty()) {
+      std::ofstream js(args.summary_json);
+      if (!js) cl.fail("cannot write " + args.summary_json);
+      js << summary.dump(2) << '\n';
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tunekit-replay: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -138,6 +385,7 @@ int main(int argc, char** argv) {
     cl.fail("unknown tuner '" + args.tuner + "' (available: " + names + ")");
   }
 
+  if (args.multi) return run_multi(args, it->second.multi, cl);
   try {
     auto kernel = tunekit::ReplayKernel::from_csv(
         args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
@@ -157,7 +405,7 @@ int main(int argc, char** argv) {
     std::vector<tunekit::ReplayTrace> traces;
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
-      traces.push_back(it->second(kernel, args, rng));
+      traces.push_back(it->second.single(kernel, args, rng));
       const auto& t = traces.back();
       double best_ms = std::numeric_limits<double>::infinity(), measuring = 0.0;
       for (std::size_t i = 0; i < t.trials.size(); ++i) {

@@ -216,21 +216,38 @@ concept PickPolicy = SelectingPickPolicy<P> || SamplingPickPolicy<P>;
 
 /// What a scheduler knows of one task when it picks the next slot.
 struct TaskProgress {
-  /// How often the operator appears in the network, and its FLOP per run.
+  /// How often the operator appears in the network, and its FLOP per run (0: unknown).
   double weight = 1.0;
   double flop = 0.0;
+  /// The operator's kind ("conv2d", "dense", ...): tasks of one tag and a similar FLOP count
+  /// form Ansor's similarity groups. Empty: no group.
+  std::string tag;
+  /// The device's peak FLOP per second (DynaTune normalises throughput by it); 0: unknown.
+  double peak_flops = 0.0;
   /// Slots given so far, and the task's best latency in seconds after each of them (infinity
   /// until a config succeeded).
   std::size_t slots = 0;
   std::vector<double> best_latency;
+  /// The task can take no more slots (its search space is exhausted).
+  bool finished = false;
 };
 
 /// Picks the task for the next slot: `std::size_t next_task(std::span<const TaskProgress>,
-/// Rng&)` returns an index into the tasks.
+/// Rng&)` returns an index into the tasks, never a finished one; an index >= tasks.size() means
+/// that no task is worth another slot, and the multi-task tuning stops. Optional:
+/// `void begin(std::span<const TaskProgress>, std::size_t slot_budget)`, called once before the
+/// first slot with the number of slots the budget allows (SIZE_MAX when it does not say).
 template <class S>
 concept Scheduler = requires(S& s, std::span<const TaskProgress> tasks, Rng& rng) {
   { s.next_task(tasks, rng) } -> std::convertible_to<std::size_t>;
 };
+
+namespace detail {
+template <class S>
+concept HasSchedulerBegin = requires(S& s, std::span<const TaskProgress> tasks, std::size_t n) {
+  s.begin(tasks, n);
+};
+}  // namespace detail
 
 template <class S>
 constexpr bool check_scheduler() {

@@ -84,4 +84,47 @@ TEST_CASE("tunekit-replay --evaluator adaptive measures the same configs for les
   CHECK(run(base + " --evaluator adaptive --max-runs 10 --batch 8") != 0);
   std::filesystem::remove_all(dir);
 }
+TEST_CASE("tunekit-replay replays several datasets as one model with a scheduler") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tunekit_cli_mt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string data = std::string(" --dataset ") + TUNEKIT_DATASETS + "/";
+  const std::string base = std::string(TUNEKIT_REPLAY_BIN) + data + "convolution_A100.csv" + data +
+                           "gemm_RTX_3090.csv --tuner random --budget 96 --slot 8 --seeds 3 --weights 2,1 "
+                           "--flops 7549747200,137472507904";
+  for (const char* scheduler : {"sequential", "round-robin", "bandit", "gradient"}) {
+    CAPTURE(scheduler);
+    const auto summary = dir / (std::string(scheduler) + ".json");
+    const auto out = dir / (std::string(scheduler) + ".csv");
+    REQUIRE(run(base + " --scheduler " + scheduler + " --out " + out.string() + " --summary-json " +
+                summary.string()) == 0);
+    std::ifstream in(summary);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["mode"] == "multi-task");
+    CHECK(j["scheduler"] == scheduler);
+    CHECK(j["datasets"].size() == 2);
+    CHECK(j["budget"] == 96);
+    CHECK(j["seconds_to_1.05x"].size() == 3);
+    CHECK(j["seconds_to_1.01x"].size() == 3);
+    for (std::size_t s = 0; s < 3; ++s) {
+      // Reaching 1.01x of the final objective takes at least as long as reaching 1.05x.
+      CHECK(j["seconds_to_1.05x"][s].get<double>() <= j["seconds_to_1.01x"][s].get<double>());
+      CHECK(j["final_objective_ms"][s].get<double>() >= j["optimum_objective_ms"].get<double>());
+    }
+    CHECK(j["seconds_to_1.05x_median"].is_number());
+    CHECK(j["slots_per_task_median"].size() == 2);
+    CHECK(j["objective_over_time"].size() == 10);
+    std::ifstream oin(out);
+    std::string line;
+    std::size_t rows = 0;
+    std::getline(oin, line);
+    CHECK(line == "seed,trial,slot,task,simulated_seconds,objective_ms");
+    while (std::getline(oin, line)) ++rows;
+    CHECK(rows == 3 * 96);
+  }
+  CHECK(run(base + " --scheduler nope") != 0);
+  CHECK(run(base + " --weights 1") != 0);
+  CHECK(run(base + " --weights 1,0") != 0);
+  CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + data + "gemm_RTX_3090.csv --slot 4") != 0);
+  std::filesystem::remove_all(dir);
+}
 #endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The multi-task table of docs/performance.md: the four recorded spaces of shared/datasets as four
+# operators of one model (weight 1 each, the FLOP of shared/datasets/README.md), tuned by
+# TUNER (default random search) per task in slots of SLOT trials (16), BUDGET trials in all
+# (800), seeds 0 .. SEEDS-1 (9), once per scheduler. Writes each run's summary JSON and
+# objective CSV under OUT and prints the markdown table: per scheduler the median final
+# objective, the median simulated measurement seconds to 1.05x and 1.01x of the run's own final
+# objective (tunekit-replay's summary), and to 1.05x and 1.01x of a reference common to all runs
+# (the median final objective over every run of every scheduler).
+#
+#   bench/multitask_replay.sh [OUT]       (after scripts/build.sh; about a minute with random)
+#   TUNER=autotvm BUDGET=800 bench/multitask_replay.sh build/multitask_autotvm
+#
+# The runs are deterministic: the timeline is simulated measurement seconds, which a seed
+# reproduces on any machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-build/multitask_replay}
+datasets=${TUNEKIT_DATASETS:-../shared/datasets}
+replay=build/tools/tunekit-replay
+tuner=${TUNER:-random}
+budget=${BUDGET:-800}
+slot=${SLOT:-16}
+seeds=${SEEDS:-9}
+mkdir -p "$out"
+for scheduler in sequential round-robin random flop bandit bandit-epsilon bandit-softmax gradient; do
+  json="$out/$scheduler.json"
+  [[ -s $json ]] && continue
+  nice -n 19 "$replay" --dataset "$datasets/convolution_A100.csv" --dataset "$datasets/convolution_A4000.csv" \
+    --dataset "$datasets/gemm_RTX_2080_Ti.csv" --dataset "$datasets/gemm_RTX_3090.csv" \
+    --flops 7549747200,7549747200,137472507904,137472507904 \
+    --scheduler "$scheduler" --tuner "$tuner" --plan-size "$slot" --slot "$slot" --budget "$budget" \
+    --seeds "$seeds" --quiet --out "$out/$scheduler.csv" --summary-json "$json" > /dev/null
+done
+python3 - "$out" <<'PY'
+import csv, json, pathlib, statistics, sys
+out = pathlib.Path(sys.argv[1])
+order = ["sequential", "round-robin", "random", "flop", "bandit", "bandit-epsilon", "bandit-softmax", "gradient"]
+runs = {}
+for name in order:
+    series = {}
+    with open(out / f"{name}.csv") as f:
+        for row in csv.DictReader(f):
+            series.setdefault(row["seed"], []).append((float(row["simulated_seconds"]), float(row["objective_ms"])))
+    runs[name] = series
+finals = [s[-1][1] for series in runs.values() for s in series.values()]
+ref = statistics.median(finals)
+def to(s, target):
+    for sec, obj in s:
+        if obj <= target:
+            return sec
+    return float("inf")
+def med(v):
+    m = statistics.median(v)
+    return "never" if m == float("inf") else f"{m:.0f}"
+def null(v):
+    return "never" if v is None else f"{v:.0f}"
+first = json.loads((out / "sequential.json").read_text())
+print(f"tuner {first['tuner']}, budget {first['budget']}, slots of {first['slot_trials']}, seeds 0-{first['seeds'] - 1}; "
+      f"reference (median final objective of all runs) {ref:.3f} ms; optimum of the datasets "
+      f"{first['optimum_objective_ms']:.3f} ms\n")
+print("| scheduler | final objective ms | s to 1.05x own final | s to 1.01x own final | s to 1.05x reference | s to 1.01x reference | slots per task |")
+print("|---|---|---|---|---|---|---|")
+for name in order:
+    j = json.loads((out / f"{name}.json").read_text())
+    s = runs[name].values()
+    slots = "/".join(f"{x:.0f}" for x in j["slots_per_task_median"])
+    print(f"| {name} | {j['final_objective_ms_median']:.3f} | {null(j['seconds_to_1.05x_median'])} | "
+          f"{null(j['seconds_to_1.01x_median'])} | {med([to(x, 1.05 * ref) for x in s])} | "
+          f"{med([to(x, 1.01 * ref) for x in s])} | {slots} |")
+PY

@@ -1,0 +1,68 @@
+#pragma once
+/// \file
+/// Multi-task replay: recorded datasets as the operators of one model, so that schedulers can be
+/// compared offline. The timeline is the simulated measurement seconds (the replayed run times
+/// plus the per-config overhead, summed over tasks), which a seed reproduces on any machine;
+/// search and scheduling time are left out of it and reported separately.
+
+#include "tunekit/kernel/replay.hpp"
+#include "tunekit/multi_task_tuner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace tunekit {
+
+/// One multi-task run replayed on recorded datasets.
+struct MultiTaskTrace {
+  std::vector<ObjectivePoint> objective;
+  /// The task of each slot.
+  std::vector<std::size_t> slot_tasks;
+  /// Each task's best latency in seconds at the end.
+  std::vector<double> best_latency;
+  /// The wall-clock seconds of the run, and the part the scheduler took.
+  double wall_seconds = 0.0;
+  double scheduler_seconds = 0.0;
+
+  /// The objective at the end (infinity when a task never succeeded).
+  double final_objective() const {
+    return objective.empty() ? std::numeric_limits<double>::infinity() : objective.back().objective;
+  }
+  /// Simulated measurement seconds until the objective was first within `factor` of `reference`
+  /// (objective <= factor x reference); infinity when it never was.
+  double seconds_to(double factor, double reference) const {
+    const ObjectivePoint* p = first_reaching(objective, factor * reference);
+    return p ? p->measure_seconds : std::numeric_limits<double>::infinity();
+  }
+  /// seconds_to(factor, the run's own final objective).
+  double seconds_to(double factor) const { return seconds_to(factor, final_objective()); }
+};
+
+/// Runs a MultiTaskTuner<SchedulerT, TunerT> on the replay kernels (task i: kernels[i] with
+/// tasks[i]) to its budget and returns the trace.
+template <class TunerT, class SchedulerT>
+MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
+                                 SchedulerT scheduler, const MultiTaskOptions& options, Rng& rng,
+                                 const typename TunerT::Parts& parts = {}) {
+  if (kernels.size() != tasks.size())
+    throw std::invalid_argument("replay_multi_task: " + std::to_string(kernels.size()) + " kernels for " +
+                                std::to_string(tasks.size()) + " tasks");
+  MultiTaskTuner<SchedulerT, TunerT> mt(std::move(scheduler), options);
+  for (std::size_t i = 0; i < kernels.size(); ++i) mt.add_task(kernels[i], tasks[i], parts);
+  const auto t0 = std::chrono::steady_clock::now();
+  mt.tune(kernels, rng);
+  MultiTaskTrace trace;
+  trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  trace.objective = mt.objective_history();
+  trace.slot_tasks = mt.slot_tasks();
+  for (std::size_t i = 0; i < kernels.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
+  trace.scheduler_seconds = mt.scheduler_seconds();
+  return trace;
+}
+
+}  // namespace tunekit

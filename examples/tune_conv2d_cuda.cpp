@@ -1,0 +1,193 @@
+// Tunes tunekit's CUDA conv2d (NVRTC-compiled) on a ResNet-18 layer on the first GPU, then
+// compares the best configuration with cuDNN's fastest fp32 forward convolution on the same
+// tensors in this process.
+
+#include <tunekit/kernels/cpu/resnet18.hpp>
+#include <tunekit/kernels/cuda/conv2d.hpp>
+#include <tunekit/tunekit.hpp>
+
+#include "cli.hpp"
+#include "tuning.hpp"
+
+#include <cudnn.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+const char* const usage = R"(usage: tune_conv2d_cuda [options]
+
+Tunes tunekit's CUDA conv2d (NCHW, fp32; direct or implicit GEMM, each configuration compiled at
+run time with NVRTC) on a ResNet-18 layer with a tuner preset, verifying every configuration
+against a double-precision CPU reference, then times the best one against cuDNN's fastest
+forward algorithm (cudnnFindConvolutionForwardAlgorithm, FMA math: fp32, no TF32).
+
+options:
+  --layer NAME      resnet18.C1 ... resnet18.C12                           [resnet18.C6]
+  --batch N         images per run                                         [1]
+  --device D        CUDA device ordinal                                    [0]
+  --budget T        configurations to measure                              [300]
+  --seconds S       stop after S seconds of tuning (compilation included)  [300]
+  --seed X          seed of the search and of the random tensors           [1]
+  --tuner NAME      adatune, rfei-csa, autotvm, chameleon, sa-as, ppo or random [autotvm]
+  --plan-size N     configurations measured per round                      [32]
+  --log FILE        tuning log, one JSON line per measurement   [tune_conv2d_cuda.jsonl]
+  --curve FILE      tuning curve CSV                            [tune_conv2d_cuda_curve.csv]
+  --resume          continue from the log instead of starting a new one
+  --help            this text
+)";
+
+void check_cudnn(cudnnStatus_t s, const char* what) {
+  if (s != CUDNN_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cudnnGetErrorString(s));
+}
+
+// cuDNN's fastest fp32 forward convolution of the kernel's tensors.
+class CudnnConvolution {
+ public:
+  explicit CudnnConvolution(tunekit::cuda::Conv2dKernel& k) : k_(k) {
+    const auto& s = k.shape();
+    auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    check_cudnn(cudnnCreate(&handle_), "cudnnCreate");
+    check_cudnn(cudnnCreateTensorDescriptor(&x_), "cudnnCreateTensorDescriptor");
+    check_cudnn(cudnnCreateTensorDescriptor(&y_), "cudnnCreateTensorDescriptor");
+    check_cudnn(cudnnCreateFilterDescriptor(&w_), "cudnnCreateFilterDescriptor");
+    check_cudnn(cudnnCreateConvolutionDescriptor(&conv_), "cudnnCreateConvolutionDescriptor");
+    check_cudnn(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch), i(s.in_channels),
+                                           i(s.height), i(s.width)), "cudnnSetTensor4dDescriptor");
+    check_cudnn(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch), i(s.out_channels),
+                                           i(s.out_h()), i(s.out_w())), "cudnnSetTensor4dDescriptor");
+    check_cudnn(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.out_channels),
+                                           i(s.in_channels), i(s.kernel_h), i(s.kernel_w)), "cudnnSetFilter4dDescriptor");
+    check_cudnn(cudnnSetConvolution2dDescriptor(conv_, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w), 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                "cudnnSetConvolution2dDescriptor");
+    check_cudnn(cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int found = 0;
+    check_cudnn(cudnnFindConvolutionForwardAlgorithm(handle_, x_, w_, conv_, y_, 8, &found, perf),
+                "cudnnFindConvolutionForwardAlgorithm");
+    for (int a = 0; a < found && algo_ < 0; ++a)
+      if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].mathType == CUDNN_FMA_MATH) {
+        algo_ = perf[a].algo;
+        workspace_bytes_ = perf[a].memory;
+      }
+    if (algo_ < 0) throw std::runtime_error("cuDNN has no fp32 (FMA) algorithm for this convolution");
+    workspace_ = tunekit::cuda::DeviceBuffer((workspace_bytes_ + 3) / 4);
+  }
+  CudnnConvolution(const CudnnConvolution&) = delete;
+  CudnnConvolution& operator=(const CudnnConvolution&) = delete;
+  ~CudnnConvolution() {
+    cudnnDestroyConvolutionDescriptor(conv_);
+    cudnnDestroyFilterDescriptor(w_);
+    cudnnDestroyTensorDescriptor(y_);
+    cudnnDestroyTensorDescriptor(x_);
+    cudnnDestroy(handle_);
+  }
+
+  int algorithm() const noexcept { return algo_; }
+
+  /// The seconds of one forward convolution (CUDA events).
+  double time_one() {
+    tunekit::cuda::EventTimer timer;
+    const float one = 1.0f, zero = 0.0f;
+    tunekit::cuda::check(timer.start(), "cuEventRecord");
+    check_cudnn(cudnnConvolutionForward(handle_, &one, x_, reinterpret_cast<const void*>(k_.input()), w_,
+                                        reinterpret_cast<const void*>(k_.weights()), conv_,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo_),
+                                        reinterpret_cast<void*>(workspace_.get()), workspace_bytes_, &zero, y_,
+                                        reinterpret_cast<void*>(k_.output())),
+                "cudnnConvolutionForward");
+    tunekit::cuda::check(timer.stop(), "cuEventRecord");
+    double s = 0.0;
+    tunekit::cuda::check(timer.seconds(s), "cuEventSynchronize");
+    return s;
+  }
+
+ private:
+  tunekit::cuda::Conv2dKernel& k_;
+  cudnnHandle_t handle_ = nullptr;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  int algo_ = -1;
+  std::size_t workspace_bytes_ = 0;
+  tunekit::cuda::DeviceBuffer workspace_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", usage);
+  const std::string layer = cl.text("--layer", "resnet18.C6");
+  const std::size_t batch = cl.count("--batch", 1);
+  const int device = static_cast<int>(cl.count("--device", 0));
+  const std::size_t budget = cl.count("--budget", 300);
+  const double seconds = cl.real("--seconds", 300);
+  const std::uint64_t seed = cl.count("--seed", 1);
+  const std::string log = cl.text("--log", "tune_conv2d_cuda.jsonl");
+  const std::string curve = cl.text("--curve", "tune_conv2d_cuda_curve.csv");
+  const bool resume = cl.flag("--resume");
+  const std::string tuner_name = cl.text("--tuner", "autotvm");
+  const std::size_t plan_size = cl.count("--plan-size", 32);
+  cl.reject_unknown();
+  if (!(seconds > 0)) cl.fail("--seconds must be positive");
+  if (batch == 0) cl.fail("--batch must be at least 1");
+  if (!examples::known_tuner(tuner_name))
+    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
+  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
+
+  try {
+    const auto& t = tunekit::cpu::resnet18_conv2d_task(layer);
+    const auto& c = t.shape;
+    auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
+    const tunekit::cuda::Conv2dShape shape{i(batch), i(c.height), i(c.width), i(c.in_channels), i(c.out_channels),
+                                           i(c.kernel_h), i(c.kernel_w), i(c.pad_h), i(c.pad_w), i(c.stride_h),
+                                           i(c.stride_w)};
+    tunekit::cuda::Conv2dKernel kernel(shape, {.device = device, .seed = seed});
+    std::printf("tune_conv2d_cuda: %s (batch %zu) on %s (%s)\n", layer.c_str(), batch,
+                kernel.device_info().name.c_str(), kernel.device_info().arch().c_str());
+    std::printf("space: %llu valid configurations of %llu\n",
+                static_cast<unsigned long long>(kernel.space().count_valid()),
+                static_cast<unsigned long long>(kernel.space().product_size()));
+    const auto result = examples::tune(kernel, {.tuner = tuner_name,
+                                                .budget = budget,
+                                                .seconds = seconds,
+                                                .plan_size = plan_size,
+                                                .resume = resume,
+                                                .log = log,
+                                                .curve = curve,
+                                                .seed = seed,
+                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+                                                .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}})
+                            .result;
+    if (!result.best) {
+      std::fprintf(stderr, "tune_conv2d_cuda: no configuration succeeded\n");
+      return 1;
+    }
+
+    const tunekit::Config best = result.best->config;
+    CudnnConvolution cudnn(kernel);
+    tunekit::Rng rng(seed);
+    auto one = [](tunekit::RunResult r) {
+      if (r.status != tunekit::Status::ok) throw std::runtime_error(r.error);
+      return r.seconds.at(0);
+    };
+    const auto [t_tunekit, t_cudnn] = examples::interleaved_medians(
+        25, 5, [&] { return one(kernel.run(best, 1, rng)); }, [&] { return cudnn.time_one(); });
+    const double flop = kernel.flop(), g_tunekit = flop / t_tunekit / 1e9, g_cudnn = flop / t_cudnn / 1e9;
+    std::printf("\nbest configuration: %s\n\n", kernel.space().describe(best).c_str());
+    std::printf("%-34s %10s %12s\n", "conv2d (median of 25, in turns)", "GFLOPS", "vs cuDNN");
+    std::printf("%-34s %10.1f %12.2f\n", "tunekit CUDA, tuned", g_tunekit, g_tunekit / g_cudnn);
+    const std::string name = "cuDNN " + std::to_string(cudnnGetVersion()) + " algo " + std::to_string(cudnn.algorithm());
+    std::printf("%-34s %10.1f %12.2f\n", name.c_str(), g_cudnn, 1.0);
+  } catch (const tunekit::cuda::DriverError& e) {
+    std::fprintf(stderr, "tune_conv2d_cuda: no usable CUDA device: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tune_conv2d_cuda: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

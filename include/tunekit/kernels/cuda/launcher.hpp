@@ -1,0 +1,138 @@
+#pragma once
+/// \file
+/// Compiles, loads, launches and times the configurations of one kernel source on one device:
+/// the part that the CUDA GEMM and conv2d kernels share.
+
+#include "tunekit/kernel/status.hpp"
+#include "tunekit/kernels/cuda/driver.hpp"
+#include "tunekit/kernels/cuda/nvrtc.hpp"
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tunekit::cuda {
+
+/// Grid and block of a launch.
+struct LaunchGeometry {
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned threads() const noexcept { return block[0] * block[1] * block[2]; }
+};
+
+/// One kernel source on one device: each configuration (its macro definitions) is compiled with
+/// NVRTC for the device's architecture (cached, optionally ahead of time), loaded once (cached),
+/// launched with the configuration's geometry and timed with CUDA events.
+///
+/// Statuses: an NVRTC failure is `build_error` with the log in the text; a module that does not
+/// load, a launch the device refuses (too many threads or registers, too much shared memory)
+/// or a fault while running is `runtime_error`. After a fault the context is unusable; `faulted()`
+/// says so, and the owner calls `reset()` and re-creates its buffers.
+class Launcher {
+ public:
+  Launcher(Device& device, std::string source, std::string kernel_name)
+      : device_(&device), kernel_(std::move(kernel_name)),
+        programs_(std::move(source), kernel_, CompileOptions{.arch = device.info().arch()}) {}
+
+  ProgramCache& programs() noexcept { return programs_; }
+  Device& device() noexcept { return *device_; }
+
+  /// Starts compiling a configuration on another thread (see ProgramCache::prefetch).
+  void prefetch(const std::vector<Define>& defines) { programs_.prefetch(defines); }
+
+  /// Compiles (cached) and loads (cached) a configuration.
+  RunResult load(const std::vector<Define>& defines) {
+    const CompileResult& compiled = programs_.get(defines);
+    if (!compiled.ok) return to_run_result(compiled);
+    const std::string key = join(defines);
+    if (modules_.count(key)) return {};
+    try {
+      device_->make_current();
+      modules_.emplace(key, LoadedModule(compiled.image, kernel_.c_str()));
+    } catch (const DriverError& e) {
+      note(e.code());
+      return {Status::runtime_error, {}, e.what(), -1.0};
+    }
+    return {};
+  }
+
+  /// Launches a loaded configuration `runs` times with the kernel arguments `args`, timing each
+  /// launch with events. `zero`, when given, is cleared before each launch, inside the timing
+  /// (a K-split GEMM accumulates into it).
+  RunResult time(const std::vector<Define>& defines, const LaunchGeometry& g, void** args,
+                 std::size_t runs, DeviceBuffer* zero = nullptr) {
+    if (RunResult r = load(defines); r.status != Status::ok) return r;
+    const CUfunction f = modules_.at(join(defines)).function();
+    const detail::DriverApi& api = driver();
+    int max_threads = 0;
+    if (CUresult r = api.func_get_attribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+        r == CUDA_SUCCESS && g.threads() > static_cast<unsigned>(max_threads))
+      return {Status::runtime_error, {},
+              "block of " + std::to_string(g.threads()) + " threads exceeds this kernel's limit of " +
+                  std::to_string(max_threads) + " (registers per thread)", -1.0};
+    try {
+      device_->make_current();
+      if (!timer_) timer_.emplace();
+    } catch (const DriverError& e) {
+      note(e.code());
+      return {Status::runtime_error, {}, e.what(), -1.0};
+    }
+    RunResult out;
+    out.seconds.reserve(runs);
+    for (std::size_t i = 0; i < runs; ++i) {
+      CUresult r = timer_->start();
+      if (r == CUDA_SUCCESS && zero) r = api.memset_d32_async(zero->get(), 0u, zero->size(), nullptr);
+      if (r == CUDA_SUCCESS)
+        r = api.launch_kernel(f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                              0, nullptr, args, nullptr);
+      if (r == CUDA_SUCCESS) r = timer_->stop();
+      double s = 0.0;
+      if (r == CUDA_SUCCESS) r = timer_->seconds(s);
+      if (r != CUDA_SUCCESS) {
+        note(r);
+        return {Status::runtime_error, {}, "launch of " + kernel_ + " " + join(defines) + ": " + error_text(r), -1.0};
+      }
+      out.seconds.push_back(s);
+    }
+    return out;
+  }
+
+  /// Whether the last failure left the context unusable (a fault in a kernel).
+  bool faulted() const noexcept { return faulted_; }
+
+  /// Resets the device's context after a fault: modules and the timer are dropped (compiled
+  /// images stay cached); the owner re-creates its buffers.
+  void reset() {
+    for (auto& [key, m] : modules_) m.abandon();
+    modules_.clear();
+    if (timer_) timer_->abandon();
+    timer_.reset();
+    device_->reset();
+    faulted_ = false;
+  }
+
+  /// "-DA=1 -DB=2" for messages and keys.
+  static std::string join(const std::vector<Define>& defines) {
+    std::string s;
+    for (const std::string& o : define_options(defines)) s += (s.empty() ? "" : " ") + o;
+    return s;
+  }
+
+ private:
+  void note(CUresult r) noexcept {
+    if (is_sticky(r)) faulted_ = true;
+  }
+
+  Device* device_;
+  std::string kernel_;
+  ProgramCache programs_;
+  std::map<std::string, LoadedModule> modules_;
+  std::optional<EventTimer> timer_;
+  bool faulted_ = false;
+};
+
+}  // namespace tunekit::cuda

@@ -5,6 +5,8 @@
 #include <tunekit/kernel/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
+#include "support/replay_medians.hpp"
+
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -15,25 +17,6 @@ namespace {
 
 const std::string datasets = TUNEKIT_DATASETS;
 
-// Median over seeds 0..14 of the score after 200 measured configs (plan_size 32).
-template <class TunerT>
-double median_score_200(tunekit::ReplayKernel& k) {
-  std::vector<double> s;
-  for (std::uint64_t seed = 0; seed < 15; ++seed) {
-    TunerT t(k.space(), {.budget = {.trials = 200}, .plan_size = 32});
-    tunekit::Rng rng(seed);
-    s.push_back(tunekit::score_at(tunekit::replay_trace(t, k, rng), 200));
-  }
-  return tunekit::quantile(s, 0.5);
-}
-
-// The exact median score of random search without replacement at budget 200.
-double random_median_200(tunekit::ReplayKernel& k) {
-  for (const auto& [s, p] : tunekit::random_search_score_cdf(k.recorded_times_ms(), 200))
-    if (p >= 0.5) return s;
-  return 1.0;
-}
-
 struct Medians {
   double random, autotvm, adatune;
 };
@@ -43,8 +26,10 @@ Medians medians(const std::string& name) {
   // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  const Medians m{random_median_200(k), median_score_200<tunekit::AutoTvmTuner>(k),
-                  median_score_200<tunekit::AdaTuneTuner>(k)};
+  // Medians over seeds 0..14 of the score after 200 measured configs (plan_size 32).
+  const Medians m{tunekit_test::random_median(k, 200),
+                  tunekit_test::median_score<tunekit::AutoTvmTuner>(k, 200, 15),
+                  tunekit_test::median_score<tunekit::AdaTuneTuner>(k, 200, 15)};
   omp_set_num_threads(threads);
   MESSAGE(name << ": median score at 200: random " << m.random << ", autotvm " << m.autotvm << ", adatune "
                << m.adatune);

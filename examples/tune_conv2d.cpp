@@ -125,17 +125,17 @@ class OneDnnConv {
 int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d", usage);
   const std::size_t layer = cl.count("--layer", 6);
-  const std::size_t budget = cl.count("--budget", 2000);
-  const double seconds = cl.real("--seconds", 90);
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
   const std::size_t runs = cl.count("--runs", 21);
-  const std::uint64_t seed = cl.count("--seed", 1);
-  const std::string log = cl.text("--log", "tune_conv2d.jsonl");
-  const std::string curve = cl.text("--curve", "tune_conv2d_curve.csv");
-  const bool resume = cl.flag("--resume");
   const bool list = cl.flag("--list");
-  const std::string tuner_name = cl.text("--tuner", "adatune");
-  const std::size_t plan_size = cl.count("--plan-size", 32);
+  // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
+  // abandoned (timeout).
+  const examples::TuningSetup setup = examples::read_setup(
+      cl, "tune_conv2d",
+      {.budget = 2000,
+       .seconds = 90,
+       .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0},
+       .adaptive = {.max_runs = 100, .batch = 5, .timeout_seconds = 5.0}});
   cl.reject_unknown();
   const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
   if (list) {
@@ -146,10 +146,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (layer < 1 || layer > tasks.size()) cl.fail("--layer must be 1 to " + std::to_string(tasks.size()));
-  if (!(seconds > 0)) cl.fail("--seconds must be positive");
-  if (!examples::known_tuner(tuner_name))
-    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
-  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
   const auto& task = tasks[layer - 1];
   const std::string name(task.name);
 
@@ -158,25 +154,10 @@ int main(int argc, char** argv) {
                 name.c_str(), shape_tuple(task.shape).c_str(), task.flop() / 1e6, threads,
                 tunekit::cpu::simd_name(), tunekit::cpu::simd_width);
     std::fflush(stdout);
-    tunekit::cpu::Conv2dKernel kernel(task.shape, {.threads = threads, .seed = seed, .name = name});
-    std::printf("space: %llu valid configurations of %llu\n",
-                static_cast<unsigned long long>(kernel.space().count_valid()),
-                static_cast<unsigned long long>(kernel.space().product_size()));
+    tunekit::cpu::Conv2dKernel kernel(task.shape, {.threads = threads, .seed = setup.seed, .name = name});
+    examples::print_space(kernel.space());
 
-    // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
-    // abandoned (timeout).
-    const auto result =
-        examples::tune(kernel, {.tuner = tuner_name,
-                                .budget = budget,
-                                .seconds = seconds,
-                                .plan_size = plan_size,
-                                .resume = resume,
-                                .log = log,
-                                .curve = curve,
-                                .seed = seed,
-                                .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0},
-                                .adaptive = {.max_runs = 100, .batch = 5, .timeout_seconds = 5.0}})
-            .result;
+    const auto result = examples::tune(kernel, setup).result;
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d: no configuration succeeded\n");
       return 1;
@@ -185,7 +166,7 @@ int main(int argc, char** argv) {
     // Side by side on the same data, timed the same way: each run timed on its own with
     // steady_clock, the three in turns of 5 runs after an untimed one (interleaved_medians).
     const auto& best = result.best->config;
-    tunekit::Rng rng(seed);  // the CPU kernel ignores it
+    tunekit::Rng rng(setup.seed);  // the CPU kernel ignores it
     const auto ready = kernel.prepare(best);  // sets the best up again and verifies it
     if (ready.status != tunekit::Status::ok) {
       std::fprintf(stderr, "tune_conv2d: the best configuration failed again: %s\n", ready.error.c_str());

@@ -123,20 +123,15 @@ int main(int argc, char** argv) {
   const std::string layer = cl.text("--layer", "resnet18.C6");
   const std::size_t batch = cl.count("--batch", 1);
   const int device = static_cast<int>(cl.count("--device", 0));
-  const std::size_t budget = cl.count("--budget", 300);
-  const double seconds = cl.real("--seconds", 300);
-  const std::uint64_t seed = cl.count("--seed", 1);
-  const std::string log = cl.text("--log", "tune_conv2d_cuda.jsonl");
-  const std::string curve = cl.text("--curve", "tune_conv2d_cuda_curve.csv");
-  const bool resume = cl.flag("--resume");
-  const std::string tuner_name = cl.text("--tuner", "autotvm");
-  const std::size_t plan_size = cl.count("--plan-size", 32);
+  const examples::TuningSetup setup = examples::read_setup(
+      cl, "tune_conv2d_cuda",
+      {.tuner = "autotvm",
+       .budget = 300,
+       .seconds = 300,
+       .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+       .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}});
   cl.reject_unknown();
-  if (!(seconds > 0)) cl.fail("--seconds must be positive");
   if (batch == 0) cl.fail("--batch must be at least 1");
-  if (!examples::known_tuner(tuner_name))
-    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
-  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
 
   try {
     const auto& t = tunekit::cpu::resnet18_conv2d_task(layer);
@@ -145,23 +140,11 @@ int main(int argc, char** argv) {
     const tunekit::cuda::Conv2dShape shape{i(batch), i(c.height), i(c.width), i(c.in_channels), i(c.out_channels),
                                            i(c.kernel_h), i(c.kernel_w), i(c.pad_h), i(c.pad_w), i(c.stride_h),
                                            i(c.stride_w)};
-    tunekit::cuda::Conv2dKernel kernel(shape, {.device = device, .seed = seed});
+    tunekit::cuda::Conv2dKernel kernel(shape, {.device = device, .seed = setup.seed});
     std::printf("tune_conv2d_cuda: %s (batch %zu) on %s (%s)\n", layer.c_str(), batch,
                 kernel.device_info().name.c_str(), kernel.device_info().arch().c_str());
-    std::printf("space: %llu valid configurations of %llu\n",
-                static_cast<unsigned long long>(kernel.space().count_valid()),
-                static_cast<unsigned long long>(kernel.space().product_size()));
-    const auto result = examples::tune(kernel, {.tuner = tuner_name,
-                                                .budget = budget,
-                                                .seconds = seconds,
-                                                .plan_size = plan_size,
-                                                .resume = resume,
-                                                .log = log,
-                                                .curve = curve,
-                                                .seed = seed,
-                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-                                                .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}})
-                            .result;
+    examples::print_space(kernel.space());
+    const auto result = examples::tune(kernel, setup).result;
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d_cuda: no configuration succeeded\n");
       return 1;
@@ -169,7 +152,7 @@ int main(int argc, char** argv) {
 
     const tunekit::Config best = result.best->config;
     CudnnConvolution cudnn(kernel);
-    tunekit::Rng rng(seed);
+    tunekit::Rng rng(setup.seed);
     auto one = [](tunekit::RunResult r) {
       if (r.status != tunekit::Status::ok) throw std::runtime_error(r.error);
       return r.seconds.at(0);

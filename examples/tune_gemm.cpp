@@ -50,43 +50,25 @@ int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "tune_gemm", usage);
   const std::size_t size = cl.count("--size", 1024);
   const std::size_t m = cl.count("--m", size), n = cl.count("--n", size), k = cl.count("--k", size);
-  const std::size_t budget = cl.count("--budget", 500);
-  const double seconds = cl.real("--seconds", 150);
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
-  const std::uint64_t seed = cl.count("--seed", 1);
-  const std::string log = cl.text("--log", "tune_gemm.jsonl");
-  const std::string curve = cl.text("--curve", "tune_gemm_curve.csv");
-  const bool resume = cl.flag("--resume");
-  const std::string tuner_name = cl.text("--tuner", "adatune");
-  const std::size_t plan_size = cl.count("--plan-size", 32);
+  const examples::TuningSetup setup =
+      examples::read_setup(cl, "tune_gemm",
+                           {.budget = 500,
+                            .seconds = 150,
+                            // Over 5 s for a measurement: a timeout.
+                            .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0},
+                            // One run (milliseconds here) per micro-batch.
+                            .adaptive = {.max_runs = 10, .batch = 1, .timeout_seconds = 5.0}});
   cl.reject_unknown();
-  if (!(seconds > 0)) cl.fail("--seconds must be positive");
-  if (!examples::known_tuner(tuner_name))
-    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
-  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
 
   try {
     std::printf("tune_gemm: SGEMM %zux%zux%zu, %d threads, %s vectors; computing the reference...\n", m, n,
                 k, threads, tunekit::cpu::simd_name());
     std::fflush(stdout);
-    tunekit::cpu::GemmKernel kernel(m, n, k, {.threads = threads, .seed = seed});
-    std::printf("space: %llu valid configurations of %llu\n",
-                static_cast<unsigned long long>(kernel.space().count_valid()),
-                static_cast<unsigned long long>(kernel.space().product_size()));
+    tunekit::cpu::GemmKernel kernel(m, n, k, {.threads = threads, .seed = setup.seed});
+    examples::print_space(kernel.space());
 
-    const auto result = examples::tune(kernel, {.tuner = tuner_name,
-                                                .budget = budget,
-                                                .seconds = seconds,
-                                                .plan_size = plan_size,
-                                                .resume = resume,
-                                                .log = log,
-                                                .curve = curve,
-                                                .seed = seed,
-                                                // Over 5 s for a measurement: a timeout.
-                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0},
-                                                // One run (milliseconds here) per micro-batch.
-                                                .adaptive = {.max_runs = 10, .batch = 1, .timeout_seconds = 5.0}})
-                            .result;
+    const auto result = examples::tune(kernel, setup).result;
     if (!result.best) {
       std::fprintf(stderr, "tune_gemm: no configuration succeeded\n");
       return 1;

@@ -41,39 +41,22 @@ int main(int argc, char** argv) {
   const auto m = static_cast<std::int64_t>(cl.count("--m", size)), n = static_cast<std::int64_t>(cl.count("--n", size)),
              k = static_cast<std::int64_t>(cl.count("--k", size));
   const int device = static_cast<int>(cl.count("--device", 0));
-  const std::size_t budget = cl.count("--budget", 300);
-  const double seconds = cl.real("--seconds", 300);
-  const std::uint64_t seed = cl.count("--seed", 1);
-  const std::string log = cl.text("--log", "tune_gemm_cuda.jsonl");
-  const std::string curve = cl.text("--curve", "tune_gemm_cuda_curve.csv");
-  const bool resume = cl.flag("--resume");
-  const std::string tuner_name = cl.text("--tuner", "autotvm");
-  const std::size_t plan_size = cl.count("--plan-size", 32);
+  const examples::TuningSetup setup = examples::read_setup(
+      cl, "tune_gemm_cuda",
+      {.tuner = "autotvm",
+       .budget = 300,
+       .seconds = 300,
+       .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+       .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}});
   cl.reject_unknown();
-  if (!(seconds > 0)) cl.fail("--seconds must be positive");
-  if (!examples::known_tuner(tuner_name))
-    cl.fail("unknown tuner '" + tuner_name + "' (available: " + examples::tuner_names + ")");
-  if (plan_size == 0) cl.fail("--plan-size must be at least 1");
 
   try {
-    tunekit::cuda::GemmKernel kernel(m, n, k, {.device = device, .seed = seed});
+    tunekit::cuda::GemmKernel kernel(m, n, k, {.device = device, .seed = setup.seed});
     std::printf("tune_gemm_cuda: SGEMM %lldx%lldx%lld on %s (%s)\n", static_cast<long long>(m),
                 static_cast<long long>(n), static_cast<long long>(k), kernel.device_info().name.c_str(),
                 kernel.device_info().arch().c_str());
-    std::printf("space: %llu valid configurations of %llu\n",
-                static_cast<unsigned long long>(kernel.space().count_valid()),
-                static_cast<unsigned long long>(kernel.space().product_size()));
-    const auto result = examples::tune(kernel, {.tuner = tuner_name,
-                                                .budget = budget,
-                                                .seconds = seconds,
-                                                .plan_size = plan_size,
-                                                .resume = resume,
-                                                .log = log,
-                                                .curve = curve,
-                                                .seed = seed,
-                                                .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-                                                .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}})
-                            .result;
+    examples::print_space(kernel.space());
+    const auto result = examples::tune(kernel, setup).result;
     if (!result.best) {
       std::fprintf(stderr, "tune_gemm_cuda: no configuration succeeded\n");
       return 1;
@@ -81,7 +64,7 @@ int main(int argc, char** argv) {
 
     // Side by side on the same matrices: the best configuration and cuBLAS.
     const tunekit::Config best = result.best->config;
-    tunekit::Rng rng(seed);
+    tunekit::Rng rng(setup.seed);
     auto one = [](tunekit::RunResult r) {
       if (r.status != tunekit::Status::ok) throw std::runtime_error(r.error);
       return r.seconds.at(0);

@@ -1,8 +1,11 @@
-// What the tuning programs (tune_gemm, tune_conv2d) share: tuning a kernel with a preset chosen
-// by name, with progress bar, log, curve and resume; and the median timing of the comparisons.
+// What the tuning programs (tune_gemm, tune_conv2d and their CUDA twins) share: their common
+// options, tuning a kernel with a preset chosen by name, with progress bar, log, curve and resume;
+// and the median timing of the comparisons.
 #pragma once
 
 #include <tunekit/tunekit.hpp>
+
+#include "cli.hpp"
 
 #include <algorithm>
 #include <array>
@@ -36,6 +39,32 @@ struct TuningSetup {
   /// ... and of adatune's adaptive evaluator.
   tunekit::AdaptiveCVParams adaptive{};
 };
+
+/// Reads the options every tuning program shares into a TuningSetup: --budget, --seconds, --seed,
+/// --tuner, --plan-size, --log and --curve (default `program`.jsonl and `program`_curve.csv),
+/// --resume; fails with a message on a bad value. Defaults, and the measurement parameters, come
+/// from `d`.
+inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& program, const TuningSetup& d) {
+  TuningSetup s = d;
+  s.budget = cl.count("--budget", d.budget);
+  s.seconds = cl.real("--seconds", d.seconds);
+  s.seed = cl.count("--seed", d.seed);
+  s.tuner = cl.text("--tuner", d.tuner);
+  s.plan_size = cl.count("--plan-size", d.plan_size);
+  s.log = cl.text("--log", program + ".jsonl");
+  s.curve = cl.text("--curve", program + "_curve.csv");
+  s.resume = cl.flag("--resume");
+  if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
+  if (!known_tuner(s.tuner)) cl.fail("unknown tuner '" + s.tuner + "' (available: " + tuner_names + ")");
+  if (s.plan_size == 0) cl.fail("--plan-size must be at least 1");
+  return s;
+}
+
+/// Prints how many configurations of the space are valid.
+inline void print_space(const tunekit::SearchSpace& space) {
+  std::printf("space: %llu valid configurations of %llu\n", static_cast<unsigned long long>(space.count_valid()),
+              static_cast<unsigned long long>(space.product_size()));
+}
 
 struct TuningOutcome {
   tunekit::TuneResult result;

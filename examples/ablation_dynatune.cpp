@@ -1,0 +1,128 @@
+// DynaTune's scheduler comparison (Li et al., ICLR 2021, Fig. 7-9) by template swap, replayed on
+// the recorded datasets as the four operators of one model: the same task tuners, the scheduler
+// swapped. The swap is ablation::dynatune_ablation in ablation.hpp:
+//
+//   replay_scheduler<Sequential, TunerT>("sequential", s)
+//   replay_scheduler<RandomSlots, TunerT>("random-slots", s)
+//   replay_scheduler<RoundRobin, TunerT>("round-robin", s)
+//   replay_scheduler<FlopProportional, TunerT>("flop-proportional", s)
+//   replay_scheduler<DynaTuneScheduler, TunerT>("bandit", s)
+//   replay_scheduler<GradientScheduler, TunerT>("gradient", s)
+
+#include "ablation.hpp"
+#include "ablation_cli.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace {
+
+const char* const usage = R"(usage: ablation_dynatune [options]
+
+DynaTune's scheduler comparison replayed on recorded tuning spaces as the operators of one model
+(weight 1 each): the model latency (sum of the operators' best latencies, ms) against the
+simulated seconds (replayed run times + a fixed overhead per configuration, summed over tasks);
+medians over seeds with a 95% order-statistic confidence interval of the median.
+
+options:
+  --dataset NAME|FILE  an operator (name in the datasets folder or a .csv path); several
+                       times, in task order                                   [all four]
+  --tuner NAME         each task's tuner: random (RandomSearchTuner) or autotvm
+                       (AutoTvmTuner, as DynaTune's XGB tuner; minutes)       [random]
+  --seeds S            seeds 0 .. S-1                                         [15]
+  --budget N           trials of all tasks together                           [800]
+  --slot N             trials per slot                                        [16]
+  --plan-size N        configurations per round of a task's tuner             [32]
+  --overhead SECONDS   simulated seconds per configuration on top of its runs [1.0]
+  --time-points N      points of the seconds axis in the CSV                  [100]
+  --out FILE.csv       curves: pipeline,seed,seconds,objective_ms             [ablation_dynatune.csv]
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tunekit::cli::CommandLine cl(argc, argv, "ablation_dynatune", usage);
+  ablation::MultiSetup setup;
+  setup.datasets = ablation::datasets_option(cl);
+  const std::string tuner = cl.text("--tuner", "random");
+  setup.seeds = cl.count("--seeds", 15);
+  setup.budget = cl.count("--budget", 800);
+  setup.slot_trials = cl.count("--slot", 16);
+  setup.plan_size = cl.count("--plan-size", 32);
+  setup.overhead_seconds = cl.real("--overhead", 1.0);
+  const std::size_t points = cl.count("--time-points", 100);
+  const std::string out_path = cl.text("--out", "ablation_dynatune.csv");
+  cl.reject_unknown();
+  if (tuner != "random" && tuner != "autotvm") cl.fail("unknown tuner '" + tuner + "' (available: random, autotvm)");
+
+  try {
+    std::printf("DynaTune ablation: %zu operators, task tuner %s, %zu seeds, budget %zu, slots of %zu, %.2f s "
+                "simulated overhead per config\n",
+                setup.datasets.size(), tuner.c_str(), setup.seeds, setup.budget, setup.slot_trials,
+                setup.overhead_seconds);
+    std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
+    const auto all = tuner == "autotvm" ? ablation::dynatune_ablation<tunekit::AutoTvmTuner>(setup)
+                                        : ablation::dynatune_ablation<tunekit::RandomSearchTuner>(setup);
+
+    // The common time axis: up to the shortest run (every run is defined there); the common
+    // reference: the median final objective over all runs of all schedulers.
+    double horizon = std::numeric_limits<double>::infinity();
+    std::vector<double> finals;
+    for (const auto& r : all)
+      for (std::size_t s = 0; s < r.seconds.size(); ++s) {
+        if (!r.seconds[s].empty()) horizon = std::min(horizon, r.seconds[s].back());
+        finals.push_back(r.objective_ms[s].empty() ? std::numeric_limits<double>::infinity() : r.objective_ms[s].back());
+      }
+    const double reference = ablation::median_ci(finals).median;
+    const auto grid = ablation::time_grid(horizon, points);
+
+    std::ofstream out(out_path);
+    if (!out) cl.fail("cannot write " + out_path);
+    out << "pipeline,seed,seconds,objective_ms\n";
+    char line[160];
+    for (const auto& r : all)
+      for (std::size_t s = 0; s < r.seconds.size(); ++s)
+        for (double x : grid) {
+          std::snprintf(line, sizeof line, "%s,%zu,%.3f,%.6g\n", r.pipeline.c_str(), s, x,
+                        ablation::objective_at(r, s, x));
+          out << line;
+        }
+
+    std::printf("time axis: simulated seconds up to the shortest run, %.1f s; reference: median final objective "
+                "of all runs, %.3f ms; CI coverage %.3f\n",
+                horizon, reference, ablation::median_ci(std::vector<double>(setup.seeds, 0.0)).coverage);
+    const double at[] = {0.25 * horizon, 0.5 * horizon, horizon};
+    std::printf("%-18s %-26s %-26s %-26s %-24s %-24s %s\n", "scheduler", ("ms@" + std::to_string(int(at[0])) + "s").c_str(),
+                ("ms@" + std::to_string(int(at[1])) + "s").c_str(), ("ms@" + std::to_string(int(at[2])) + "s").c_str(),
+                "s to 1.05x ref.", "s to 1.01x ref.", "slots per task (median)");
+    for (const auto& r : all) {
+      std::vector<double> v[3], t105, t101;
+      std::vector<std::vector<double>> slots(setup.datasets.size());
+      for (std::size_t s = 0; s < r.seconds.size(); ++s) {
+        for (int k = 0; k < 3; ++k) v[k].push_back(ablation::objective_at(r, s, at[k]));
+        auto first = [&](double level) {
+          for (std::size_t i = 0; i < r.seconds[s].size(); ++i)
+            if (r.objective_ms[s][i] <= level) return r.seconds[s][i];
+          return std::numeric_limits<double>::infinity();
+        };
+        t105.push_back(first(1.05 * reference));
+        t101.push_back(first(1.01 * reference));
+        for (std::size_t k = 0; k < slots.size(); ++k) slots[k].push_back(double(r.slots_per_task[s][k]));
+      }
+      std::string sl;
+      for (const auto& x : slots) sl += (sl.empty() ? "" : "/") + std::to_string(int(ablation::median_ci(x).median));
+      std::printf("%-18s %-26s %-26s %-26s %-24s %-24s %s\n", r.pipeline.c_str(),
+                  ablation::format_ci(ablation::median_ci(v[0])).c_str(),
+                  ablation::format_ci(ablation::median_ci(v[1])).c_str(),
+                  ablation::format_ci(ablation::median_ci(v[2])).c_str(),
+                  ablation::format_ci(ablation::median_ci(t105), 0).c_str(),
+                  ablation::format_ci(ablation::median_ci(t101), 0).c_str(), sl.c_str());
+    }
+    std::printf("curves written to %s\n", out_path.c_str());
+  } catch (const std::exception& e) {
+    std::cerr << "ablation_dynatune: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

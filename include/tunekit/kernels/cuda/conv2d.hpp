@@ -327,16 +327,8 @@ class Conv2dKernel {
     } catch (const DriverError& e) {
       return after({Status::runtime_error, {}, e.what(), -1.0});
     }
-    double worst_ratio = 0.0;
-    std::size_t worst = 0;
-    for (std::size_t i = 0; i < y_host_.size(); ++i) {
-      const double err = std::abs(double(y_host_[i]) - reference_[i]);
-      const double ratio = std::isfinite(err) ? err / bound_[i] : HUGE_VAL;
-      if (ratio > worst_ratio) {
-        worst_ratio = ratio;
-        worst = i;
-      }
-    }
+    const auto [worst_ratio, worst] = worst_error(
+        y_host_, [&](std::size_t i) { return reference_[i]; }, [&](std::size_t i) { return bound_[i]; });
     if (worst_ratio <= 1.0) return {};
     return {Status::wrong_result, {},
             "Y[" + std::to_string(worst) + "] = " + std::to_string(y_host_[worst]) + ", reference " +

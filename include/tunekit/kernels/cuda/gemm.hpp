@@ -261,17 +261,9 @@ class GemmKernel {
     } catch (const DriverError& e) {
       return after({Status::runtime_error, {}, e.what(), -1.0});
     }
-    double worst_ratio = 0.0;
-    std::size_t worst = 0;
-    for (std::size_t i = 0; i < c_host_.size(); ++i) {
-      const double bound = gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6;
-      const double err = std::abs(double(c_host_[i]) - double(reference_[i]));
-      const double ratio = std::isfinite(err) ? err / bound : HUGE_VAL;
-      if (ratio > worst_ratio) {
-        worst_ratio = ratio;
-        worst = i;
-      }
-    }
+    const auto [worst_ratio, worst] = worst_error(
+        c_host_, [&](std::size_t i) { return reference_[i]; },
+        [&](std::size_t i) { return gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6; });
     if (worst_ratio <= 1.0) return {};
     return {Status::wrong_result, {},
             "C[" + std::to_string(worst / n_) + "][" + std::to_string(worst % n_) + "] = " +

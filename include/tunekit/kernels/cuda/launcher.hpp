@@ -8,6 +8,7 @@
 #include "tunekit/kernels/cuda/nvrtc.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -16,6 +17,23 @@
 #include <vector>
 
 namespace tunekit::cuda {
+
+/// The element whose error |got_i - reference(i)| is the largest multiple of its bound(i) (a NaN
+/// or infinite error counts as infinitely many), and that multiple; above 1 the result is wrong.
+template <class Reference, class Bound>
+std::pair<double, std::size_t> worst_error(const std::vector<float>& got, Reference reference, Bound bound) {
+  double worst_ratio = 0.0;
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(static_cast<double>(got[i]) - static_cast<double>(reference(i)));
+    const double ratio = std::isfinite(err) ? err / bound(i) : HUGE_VAL;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = i;
+    }
+  }
+  return {worst_ratio, worst};
+}
 
 /// Grid and block of a launch.
 struct LaunchGeometry {

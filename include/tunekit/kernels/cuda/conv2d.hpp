@@ -244,17 +244,6 @@ inline void conv2d_reference(const Conv2dShape& s, const float* w, const float* 
         }
 }
 
-/// Options of the CUDA conv2d kernel.
-struct Conv2dKernelOptions {
-  /// Device ordinal.
-  int device = 0;
-  /// Seed of the random inputs (uniform in [-1, 1)).
-  std::uint64_t seed = 1;
-
-  void validate() const {
-    if (device < 0) throw std::invalid_argument("Conv2dKernelOptions: device must be >= 0");
-  }
-};
 
 /// The conv2d of a shape on a CUDA device, as a tunable kernel on random inputs.
 ///
@@ -265,7 +254,7 @@ struct Conv2dKernelOptions {
 /// from the constructor when there is no usable device.
 class Conv2dKernel {
  public:
-  explicit Conv2dKernel(const Conv2dShape& shape, Conv2dKernelOptions options = {})
+  explicit Conv2dKernel(const Conv2dShape& shape, KernelOptions options = {})
       : shape_((shape.validate(), shape)), options_((options.validate(), options)),
         device_(Device::open(options.device)),
         space_(conv2d_space(shape, {.max_threads = device_.info().max_threads_per_block,
@@ -370,7 +359,7 @@ class Conv2dKernel {
   }
 
   Conv2dShape shape_;
-  Conv2dKernelOptions options_;
+  KernelOptions options_;
   Device device_;  // first in, last out: the buffers below live in its context
   SearchSpace space_;
   Launcher launcher_;

@@ -171,17 +171,6 @@ inline LaunchGeometry gemm_geometry(const SearchSpace& s, const Config& c) {
   return detail::tiled_gemm_geometry(v, v["TK_M"], v["TK_N"], v["KSPLIT"]);
 }
 
-/// Options of the CUDA GEMM kernel.
-struct GemmKernelOptions {
-  /// Device ordinal.
-  int device = 0;
-  /// Seed of the random inputs (uniform in [-1, 1)).
-  std::uint64_t seed = 1;
-
-  void validate() const {
-    if (device < 0) throw std::invalid_argument("GemmKernelOptions: device must be >= 0");
-  }
-};
 
 /// The SGEMM C = A * B (m x k times k x n, row-major fp32) on a CUDA device, as a tunable kernel
 /// on random inputs.
@@ -194,7 +183,7 @@ struct GemmKernelOptions {
 /// is no usable device.
 class GemmKernel {
  public:
-  GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, GemmKernelOptions options = {})
+  GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, KernelOptions options = {})
       : m_(m), n_(n), k_(k), options_((options.validate(), options)), device_(Device::open(options.device)),
         space_(gemm_space(m, n, k, {.max_threads = device_.info().max_threads_per_block,
                                     .max_shared = std::min(48 * 1024, device_.info().max_shared_per_block)})),
@@ -346,7 +335,7 @@ class GemmKernel {
   }
 
   std::int64_t m_, n_, k_;
-  GemmKernelOptions options_;
+  KernelOptions options_;
   Device device_;  // first in, last out: the buffers below live in its context
   SearchSpace space_;
   Launcher launcher_;

@@ -10,13 +10,28 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tunekit::cuda {
+
+/// Options of the bundled CUDA kernels (GemmKernel, Conv2dKernel); fill with designated
+/// initialisers.
+struct KernelOptions {
+  /// Device ordinal.
+  int device = 0;
+  /// Seed of the random inputs (uniform in [-1, 1)).
+  std::uint64_t seed = 1;
+
+  void validate() const {
+    if (device < 0) throw std::invalid_argument("cuda::KernelOptions: device must be >= 0");
+  }
+};
 
 /// The element whose error |got_i - reference(i)| is the largest multiple of its bound(i) (a NaN
 /// or infinite error counts as infinitely many), and that multiple; above 1 the result is wrong.

@@ -240,6 +240,14 @@ nlohmann::json median_or_null(const std::vector<double>& v) {
 nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 // The multi-task replay: the datasets as the operators of one model.
+// The summary JSON, when --summary-json asks for it.
+void write_summary(const Args& args, const nlohmann::json& summary, tunekit::cli::CommandLine& cl) {
+  if (args.summary_json.empty()) return;
+  std::ofstream js(args.summary_json);
+  if (!js) cl.fail("cannot write " + args.summary_json);
+  js << summary.dump(2) << '\n';
+}
+
 int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine& cl) {
   try {
     std::vector<tunekit::ReplayKernel> kernels;
@@ -360,11 +368,7 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
                 "to 1.01x: %s (medians over seeds; null: not reached by half)\n",
                 summary["final_objective_ms_median"].dump().c_str(), optimum,
                 summary["seconds_to_1.05x_median"].dump().c_str(), summary["seconds_to_1.01x_median"].dump().c_str());
-    if (!args.summary_json.empty()) {
-      std::ofstream js(args.summary_json);
-      if (!js) cl.fail("cannot write " + args.summary_json);
-      js << summary.dump(2) << '\n';
-    }
+    write_summary(args, summary, cl);
   } catch (const std::exception& e) {
     std::cerr << "tunekit-replay: error: " << e.what() << '\n';
     return 1;
@@ -474,11 +478,7 @@ int main(int argc, char** argv) {
                 summary["evals_to_95_median"].dump().c_str(),
                 summary["evals_to_99_median"].dump().c_str());
 
-    if (!args.summary_json.empty()) {
-      std::ofstream js(args.summary_json);
-      if (!js) cl.fail("cannot write " + args.summary_json);
-      js << summary.dump(2) << '\n';
-    }
+    write_summary(args, summary, cl);
   } catch (const std::exception& e) {
     std::cerr << "tunekit-replay: error: " << e.what() << '\n';
     return 1;

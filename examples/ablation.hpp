@@ -1,10 +1,15 @@
-// The ablation studies of AdaTune, Chameleon and DynaTune as template swaps, replayed on the
-// recorded datasets (shared/datasets): the cores of ablation_adatune, ablation_chameleon and
-// ablation_dynatune, exposed here so that tests/examples/test_ablations.cpp can run them small.
+// The ablation studies of AdaTune, Chameleon and DynaTune as template swaps: the cores of
+// ablation_adatune, ablation_chameleon and ablation_dynatune, exposed here so that
+// tests/ablation/test_ablations.cpp can run them small. Each study is a list of pipelines that
+// differ in template arguments only, run by a runner:
 //
-// Every run is a replay: each measurement returns recorded samples, and the clock is simulated
-// (the replayed run times plus a fixed per-configuration overhead, ReplayOptions), so a seed gives
-// the same curves on any machine under any load. Search time is not on that clock.
+// - on a recorded dataset (shared/datasets, ReplayRunner): each measurement returns recorded
+//   samples, and the clock is simulated (the replayed run times plus a fixed per-configuration
+//   overhead, ReplayOptions), so a seed gives the same curves on any machine under any load;
+//   search time is not on that clock;
+// - on a live kernel (the bundled CPU kernels, LiveRunner): real measurements on this machine, on
+//   the tuner's own clock (measurement plus search seconds); the score is relative to the best
+//   configuration any pipeline found.
 #pragma once
 
 #include <tunekit/kernel/multi_task_replay.hpp>
@@ -13,9 +18,11 @@
 #include <tunekit/scheduler/by_name.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
+#include <type_traits>
 #include <limits>
 #include <string>
 #include <utility>
@@ -107,12 +114,15 @@ struct ReplaySetup {
 };
 
 /// One seed's run: after trial t (1-based, index t - 1) the score (shared/datasets/PEERS.md:
-/// best recorded time / recorded time of the config the tuner holds as best) and the simulated
-/// seconds so far (measurement costs incl. the overhead).
+/// best recorded time / recorded time of the config the tuner holds as best; on a live kernel,
+/// best time any pipeline found / the run's best time so far) and the seconds so far (replay:
+/// simulated measurement costs incl. the overhead; live: the tuner's clock).
 struct SeedRun {
   std::vector<double> score;
   std::vector<double> seconds;
   double wall_seconds = 0.0;
+  /// Live runs: the best measured time so far in ms (infinity before a success).
+  std::vector<double> best_ms;
 };
 
 /// One pipeline's runs on one dataset.
@@ -151,30 +161,124 @@ PipelineRuns replay_pipeline(std::string name, const std::filesystem::path& data
   return runs;
 }
 
+/// Runs a pipeline on a recorded dataset: replay_pipeline.
+struct ReplayRunner {
+  std::filesystem::path dataset;
+  const ReplaySetup& setup;
+  template <class TunerT>
+  PipelineRuns run(std::string name) const {
+    return replay_pipeline<TunerT>(std::move(name), dataset, setup);
+  }
+};
+
+/// What a single-task ablation on a live kernel measures; fill with designated initialisers.
+struct LiveSetup {
+  std::size_t seeds = 3;
+  std::size_t budget = 100;
+  std::size_t plan_size = 16;
+  /// The measurement of the presets with the deterministic evaluator (all but AdaTune's) ...
+  tunekit::DeterministicParams evaluator{.warmup = 1, .repeat = 5, .timeout_seconds = 5.0};
+  /// ... and of AdaTune's adaptive evaluator (one run of a few milliseconds per micro-batch).
+  tunekit::AdaptiveCVParams adaptive{.max_runs = 10, .batch = 1, .timeout_seconds = 5.0};
+};
+
+/// Records a live run's best time and clock after every measurement.
+struct LiveRecorder {
+  SeedRun* run;
+  void on_measured(const tunekit::TuningState& s, const tunekit::Trial&) const {
+    const tunekit::Trial* best = s.history.best();
+    run->best_ms.push_back(best ? best->measurement.mean * 1e3 : std::numeric_limits<double>::infinity());
+    run->seconds.push_back(s.tuning_seconds);
+  }
+};
+
+/// Tunes the live kernel with the preset TunerT (its evaluator with `setup`'s parameters) for
+/// every seed. The scores stay empty until score_live_runs (they need every pipeline's best).
+template <class TunerT, class K>
+PipelineRuns live_pipeline(std::string name, K& kernel, std::string label, const LiveSetup& setup) {
+  PipelineRuns runs{.pipeline = std::move(name), .dataset = std::move(label), .optimum_ms = 0.0,
+                    .flop = static_cast<double>(kernel.flop()), .seeds = {}};
+  for (std::size_t seed = 0; seed < setup.seeds; ++seed) {
+    typename TunerT::Evaluator evaluator = [&] {
+      if constexpr (std::is_same_v<typename TunerT::Evaluator, tunekit::AdaptiveCV>)
+        return tunekit::AdaptiveCV(setup.adaptive);
+      else
+        return tunekit::Deterministic(setup.evaluator);
+    }();
+    TunerT tuner(kernel.space(), {.budget = {.trials = setup.budget}, .plan_size = setup.plan_size},
+                 {.evaluator = std::move(evaluator)});
+    tunekit::Rng rng(seed);
+    SeedRun run;
+    const auto t0 = std::chrono::steady_clock::now();
+    tuner.tune(kernel, rng, LiveRecorder{&run});
+    run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    runs.seeds.push_back(std::move(run));
+  }
+  return runs;
+}
+
+/// Runs a pipeline on a live kernel: live_pipeline.
+template <class K>
+struct LiveRunner {
+  K& kernel;
+  std::string label;
+  const LiveSetup& setup;
+  template <class TunerT>
+  PipelineRuns run(std::string name) const {
+    return live_pipeline<TunerT>(std::move(name), kernel, label, setup);
+  }
+};
+
+/// Scores the live runs of each kernel against the best time any of them measured there.
+inline void score_live_runs(std::vector<PipelineRuns>& all) {
+  for (auto& p : all) {
+    double optimum = std::numeric_limits<double>::infinity();
+    for (const auto& q : all)
+      if (q.dataset == p.dataset)
+        for (const auto& r : q.seeds)
+          if (!r.best_ms.empty()) optimum = std::min(optimum, r.best_ms.back());
+    p.optimum_ms = optimum;
+    for (auto& r : p.seeds) {
+      r.score.clear();
+      for (double b : r.best_ms) r.score.push_back(std::isfinite(b) ? optimum / b : 0.0);
+    }
+  }
+}
+
 /// AdaTune's ablation (Li et al., NeurIPS 2020, section 5.3, Fig. 10 and 11): from AutoTVM's
 /// XGB + simulated annealing + deterministic evaluation to AdaTune, one part at a time.
-inline std::vector<PipelineRuns> adatune_ablation(const ReplaySetup& s) {
-  std::vector<PipelineRuns> out;
-  for (const auto& d : s.datasets) {
-    out.push_back(replay_pipeline<tunekit::AutoTvmTuner>("xgb-sa-de", d, s));   // AutoTVM
-    out.push_back(replay_pipeline<tunekit::RfEiSaTuner>("rfei-sa-de", d, s));   // + forest, EI
-    out.push_back(replay_pipeline<tunekit::RfEiCsaTuner>("rfei-csa-de", d, s)); // + contextual SA
-    out.push_back(replay_pipeline<tunekit::AdaTuneTuner>("rfei-csa-ae", d, s)); // + adaptive eval.
-  }
-  return out;
+template <class Runner>
+std::vector<PipelineRuns> adatune_pipelines(const Runner& r) {
+  return {r.template run<tunekit::AutoTvmTuner>("xgb-sa-de"),     // AutoTVM
+          r.template run<tunekit::RfEiSaTuner>("rfei-sa-de"),     // + forest, EI
+          r.template run<tunekit::RfEiCsaTuner>("rfei-csa-de"),   // + contextual annealing
+          r.template run<tunekit::AdaTuneTuner>("rfei-csa-ae")};  // + adaptive evaluator
 }
 
 /// Chameleon's ablation (Ahn et al., ICLR 2020, Table 2): simulated annealing or the PPO agent,
 /// each without and with adaptive sampling, all on AutoTVM's boosted trees.
-inline std::vector<PipelineRuns> chameleon_ablation(const ReplaySetup& s) {
+template <class Runner>
+std::vector<PipelineRuns> chameleon_pipelines(const Runner& r) {
+  return {r.template run<tunekit::AutoTvmTuner>("sa"),         // AutoTVM
+          r.template run<tunekit::PpoTuner>("ppo"),            // the agent instead of annealing
+          r.template run<tunekit::SaAsTuner>("sa-as"),         // + k-means adaptive sampling
+          r.template run<tunekit::ChameleonTuner>("ppo-as")};  // Chameleon
+}
+
+/// A study's pipelines on every recorded dataset of `s`, dataset by dataset.
+template <class Pipelines>
+std::vector<PipelineRuns> replay_study(Pipelines pipelines, const ReplaySetup& s) {
   std::vector<PipelineRuns> out;
-  for (const auto& d : s.datasets) {
-    out.push_back(replay_pipeline<tunekit::AutoTvmTuner>("sa", d, s));       // AutoTVM
-    out.push_back(replay_pipeline<tunekit::PpoTuner>("ppo", d, s));          // agent for annealing
-    out.push_back(replay_pipeline<tunekit::SaAsTuner>("sa-as", d, s));       // + k-means sampling
-    out.push_back(replay_pipeline<tunekit::ChameleonTuner>("ppo-as", d, s)); // Chameleon
-  }
+  for (const auto& d : s.datasets)
+    for (auto& p : pipelines(ReplayRunner{d, s})) out.push_back(std::move(p));
   return out;
+}
+
+inline std::vector<PipelineRuns> adatune_ablation(const ReplaySetup& s) {
+  return replay_study([](const ReplayRunner& r) { return adatune_pipelines(r); }, s);
+}
+inline std::vector<PipelineRuns> chameleon_ablation(const ReplaySetup& s) {
+  return replay_study([](const ReplayRunner& r) { return chameleon_pipelines(r); }, s);
 }
 
 /// Score after `trials` trials (the last when the run measured fewer).
@@ -227,29 +331,22 @@ struct SchedulerRuns {
   std::vector<std::vector<std::size_t>> slots_per_task;
 };
 
-/// Replays MultiTaskTuner<SchedulerT, TunerT> for every seed; the task tuners are TunerT.
-template <class SchedulerT, class TunerT>
-SchedulerRuns replay_scheduler(std::string name, const MultiSetup& s) {
-  std::vector<tunekit::ReplayKernel> kernels;
-  std::vector<tunekit::TaskOptions> tasks;
-  for (const auto& d : s.datasets) {
-    const std::string stem = d.stem().string();
-    kernels.push_back(tunekit::ReplayKernel::from_csv(
-        d, {.overhead_seconds = s.overhead_seconds, .flop = dataset_flop(d), .name = stem}));
-    tasks.push_back({.name = stem, .weight = 1.0, .flop = dataset_flop(d), .tag = stem.substr(0, stem.find('_'))});
-  }
+/// Runs MultiTaskTuner<SchedulerT, TunerT> on the kernels for seeds 0 .. seeds-1.
+template <class SchedulerT, class TunerT, class Kernels>
+SchedulerRuns scheduler_runs(std::string name, Kernels& kernels, const std::vector<tunekit::TaskOptions>& tasks,
+                             std::size_t seeds, const tunekit::MultiTaskOptions& options,
+                             const typename TunerT::Parts& parts = {}) {
   SchedulerRuns runs{.pipeline = std::move(name), .seconds = {}, .objective_ms = {}, .slots_per_task = {}};
-  for (std::size_t seed = 0; seed < s.seeds; ++seed) {
+  for (std::size_t seed = 0; seed < seeds; ++seed) {
     tunekit::Rng rng(seed);
-    const tunekit::MultiTaskTrace t = tunekit::replay_multi_task<TunerT>(
-        kernels, tasks, SchedulerT{},
-        {.budget = {.trials = s.budget}, .slot_trials = s.slot_trials, .plan_size = s.plan_size}, rng);
+    const tunekit::MultiTaskTrace t =
+        tunekit::trace_multi_task<TunerT>(kernels, tasks, SchedulerT{}, options, rng, parts);
     std::vector<double> sec, obj;
     for (const auto& p : t.objective) {
       sec.push_back(p.measure_seconds);
       obj.push_back(p.objective * 1e3);
     }
-    std::vector<std::size_t> slots(kernels.size(), 0);
+    std::vector<std::size_t> slots(tasks.size(), 0);
     for (std::size_t k : t.slot_tasks) ++slots[k];
     runs.seconds.push_back(std::move(sec));
     runs.objective_ms.push_back(std::move(obj));
@@ -258,19 +355,71 @@ SchedulerRuns replay_scheduler(std::string name, const MultiSetup& s) {
   return runs;
 }
 
+/// Runs a scheduler on the recorded datasets of `setup` as the operators of one model (weight 1
+/// each), the task tuners TunerT.
+template <class TunerT>
+struct ReplaySchedulerRunner {
+  const MultiSetup& setup;
+  template <class SchedulerT>
+  SchedulerRuns run(std::string name) const {
+    std::vector<tunekit::ReplayKernel> kernels;
+    std::vector<tunekit::TaskOptions> tasks;
+    for (const auto& d : setup.datasets) {
+      const std::string stem = d.stem().string();
+      kernels.push_back(tunekit::ReplayKernel::from_csv(
+          d, {.overhead_seconds = setup.overhead_seconds, .flop = dataset_flop(d), .name = stem}));
+      tasks.push_back({.name = stem, .weight = 1.0, .flop = dataset_flop(d), .tag = stem.substr(0, stem.find('_'))});
+    }
+    return scheduler_runs<SchedulerT, TunerT>(
+        std::move(name), kernels, tasks, setup.seeds,
+        {.budget = {.trials = setup.budget}, .slot_trials = setup.slot_trials, .plan_size = setup.plan_size});
+  }
+};
+
+/// What the scheduler ablation on live kernels measures.
+struct LiveMultiSetup {
+  std::size_t seeds = 3;
+  std::size_t budget = 600;
+  std::size_t slot_trials = 16;
+  tunekit::DeterministicParams evaluator{.warmup = 1, .repeat = 5, .timeout_seconds = 5.0};
+};
+
+/// Runs a scheduler on live kernels (a range of kernels or of pointers to kernels) with their
+/// tasks' options, the task tuners TunerT.
+template <class TunerT, class Kernels>
+struct LiveSchedulerRunner {
+  Kernels& kernels;
+  const std::vector<tunekit::TaskOptions>& tasks;
+  const LiveMultiSetup& setup;
+  template <class SchedulerT>
+  SchedulerRuns run(std::string name) const {
+    return scheduler_runs<SchedulerT, TunerT>(
+        std::move(name), kernels, tasks, setup.seeds,
+        {.budget = {.trials = setup.budget}, .slot_trials = setup.slot_trials, .plan_size = setup.slot_trials},
+        {.evaluator = tunekit::Deterministic(setup.evaluator)});
+  }
+};
+
 /// DynaTune's scheduler comparison (Li et al., ICLR 2021, Fig. 7-9): the same task tuners, the
-/// scheduler swapped. TunerT: each task's tuner (random search by default, see the program).
-template <class TunerT = tunekit::RandomSearchTuner>
-std::vector<SchedulerRuns> dynatune_ablation(const MultiSetup& s) {
+/// scheduler swapped.
+template <class Runner>
+std::vector<SchedulerRuns> dynatune_pipelines(const Runner& r) {
   using namespace tunekit;
   return {
-      replay_scheduler<Sequential, TunerT>("sequential", s),
-      replay_scheduler<RandomSlots, TunerT>("random-slots", s),
-      replay_scheduler<RoundRobin, TunerT>("round-robin", s),
-      replay_scheduler<FlopProportional, TunerT>("flop-proportional", s),
-      replay_scheduler<DynaTuneScheduler, TunerT>("bandit", s),  // DynaTune: UCB over curve beliefs
-      replay_scheduler<GradientScheduler, TunerT>("gradient", s),  // Ansor
+      r.template run<Sequential>("sequential"),
+      r.template run<RandomSlots>("random-slots"),
+      r.template run<RoundRobin>("round-robin"),
+      r.template run<FlopProportional>("flop-proportional"),
+      r.template run<DynaTuneScheduler>("bandit"),  // DynaTune: UCB over curve beliefs
+      r.template run<GradientScheduler>("gradient"),  // Ansor
   };
+}
+
+/// The scheduler comparison replayed on recorded datasets. TunerT: each task's tuner (random
+/// search by default, see the program).
+template <class TunerT = tunekit::RandomSearchTuner>
+std::vector<SchedulerRuns> dynatune_ablation(const MultiSetup& s) {
+  return dynatune_pipelines(ReplaySchedulerRunner<TunerT>{s});
 }
 
 /// Objective (ms) of a run at simulated second `at`; infinity before every task has succeeded.

@@ -1,12 +1,13 @@
 // Chameleon's ablation (Ahn et al., ICLR 2020, Table 2) by template swap, replayed on the recorded
-// datasets: simulated annealing (AutoTVM) or Chameleon's PPO agent, each without and with adaptive
-// sampling (k-means over the candidates), all on AutoTVM's boosted trees. The four pipelines are
-// four presets of tunekit::Tuner; the swap is ablation::chameleon_ablation in ablation.hpp:
+// datasets or run on the live CPU kernels: simulated annealing (AutoTVM) or Chameleon's PPO agent,
+// each without and with adaptive sampling (k-means over the candidates), all on AutoTVM's boosted
+// trees. The four pipelines are four presets of tunekit::Tuner; the swap is
+// ablation::chameleon_pipelines in ablation.hpp:
 //
-//   replay_pipeline<tunekit::AutoTvmTuner>("sa", ...)
-//   replay_pipeline<tunekit::PpoTuner>("ppo", ...)
-//   replay_pipeline<tunekit::SaAsTuner>("sa-as", ...)
-//   replay_pipeline<tunekit::ChameleonTuner>("ppo-as", ...)
+//   r.template run<tunekit::AutoTvmTuner>("sa")
+//   r.template run<tunekit::PpoTuner>("ppo")
+//   r.template run<tunekit::SaAsTuner>("sa-as")
+//   r.template run<tunekit::ChameleonTuner>("ppo-as")
 
 #include "ablation.hpp"
 #include "ablation_cli.hpp"
@@ -25,14 +26,18 @@ Chameleon's ablation replayed on recorded tuning spaces: the measurements and th
 tuning time (replayed run times + a fixed overhead per configuration) to reach the same quality
 (SA's median final score), and the final quality; medians over seeds with a 95% order-statistic
 confidence interval of the median. The search's own (wall-clock) time is not on the simulated
-clock; its median per run is printed apart.
+clock; its median per run is printed apart. With --kernel, run on live CPU kernels instead: real
+measurements, every configuration verified, time on the tuner's clock (measuring + searching),
+scores relative to the best time any pipeline found.
 
 options:
   --dataset NAME|FILE  a recorded space (name in the datasets folder or a .csv path); may be
                        given several times                                    [all four]
-  --seeds S            seeds 0 .. S-1                                         [SEEDS]
-  --budget N           configurations measured per run                        [200]
-  --plan-size N        configurations per round                               [32]
+  --kernel SPEC        a live kernel instead: gemm:N (SGEMM N^3) or resnet18.C1 ..
+                       resnet18.C12 (conv2d); may be given several times
+  --seeds S            seeds 0 .. S-1                                   [SEEDS; live: 3]
+  --budget N           configurations measured per run               [200; live: 100]
+  --plan-size N        configurations per round                       [32; live: 16]
   --overhead SECONDS   simulated seconds per configuration on top of its runs [1.0]
   --time-points N      points of the seconds axis in the CSV                  [100]
   --out FILE.csv       curves: dataset,pipeline,seed,axis,x,score,gflops      [ablation_chameleon.csv]
@@ -48,27 +53,38 @@ int main(int argc, char** argv) {
   std::string text = usage;
   text.replace(text.find("SEEDS"), 5, std::to_string(default_seeds));
   tunekit::cli::CommandLine cl(argc, argv, "ablation_chameleon", text);
+  const auto kernels = ablation::kernels_option(cl);
+  const bool live = !kernels.empty();
   ablation::ReplaySetup setup;
-  setup.datasets = ablation::datasets_option(cl);
-  setup.seeds = cl.count("--seeds", default_seeds);
-  setup.budget = cl.count("--budget", 200);
-  setup.plan_size = cl.count("--plan-size", 32);
+  if (!live) setup.datasets = ablation::datasets_option(cl);
+  else if (!cl.texts("--dataset").empty()) cl.fail("--dataset and --kernel exclude each other");
+  setup.seeds = cl.count("--seeds", live ? 3 : default_seeds);
+  setup.budget = cl.count("--budget", live ? 100 : 200);
+  setup.plan_size = cl.count("--plan-size", live ? 16 : 32);
   setup.overhead_seconds = cl.real("--overhead", 1.0);
   const std::size_t points = cl.count("--time-points", 100);
   const std::string out_path = cl.text("--out", "ablation_chameleon.csv");
   cl.reject_unknown();
 
   try {
-    std::printf("Chameleon ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
-                setup.seeds, setup.budget, setup.plan_size, setup.overhead_seconds);
+    if (live)
+      std::printf("Chameleon ablation on live CPU kernels: %zu seeds, budget %zu, plan size %zu\n", setup.seeds,
+                  setup.budget, setup.plan_size);
+    else
+      std::printf("Chameleon ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
+                  setup.seeds, setup.budget, setup.plan_size, setup.overhead_seconds);
     std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
-    const auto all = ablation::chameleon_ablation(setup);
+    std::fflush(stdout);
+    const auto pipelines = [](const auto& runner) { return ablation::chameleon_pipelines(runner); };
+    const auto all = live ? ablation::live_study(pipelines, kernels,
+                                                 {.seeds = setup.seeds, .budget = setup.budget, .plan_size = setup.plan_size})
+                          : ablation::replay_study(pipelines, setup);
     std::ofstream out(out_path);
     if (!out) cl.fail("cannot write " + out_path);
     ablation::write_score_curves(out, all, setup.budget, points);
-    ablation::print_score_tables(all, setup.budget, "sa");
+    ablation::print_score_tables(all, setup.budget, "sa", live);
 
-    // Table 2's reductions: measurements and simulated time to SA's quality, without / with
+    // Table 2's reductions: measurements and time (simulated on replay) to SA's quality, without / with
     // adaptive sampling (median over seeds of each, then their ratio; above 1: sampling saves).
     std::printf("\nreduction by adaptive sampling to SA's median final score (ratio of medians, \"-\": one never reached it; search wall s per run)\n");
     std::printf("%-20s %-12s %-12s %-12s %-12s %s\n", "dataset", "SA meas.", "SA time", "PPO meas.", "PPO time",

@@ -1,9 +1,16 @@
 // What the three ablation programs share besides the studies themselves (ablation.hpp): the
-// --dataset option, the curves CSV of the single-task studies and their tables.
+// --dataset and --kernel options, the live CPU kernels, the curves CSV of the single-task studies
+// and their tables.
 #pragma once
 
 #include "ablation.hpp"
 #include "cli.hpp"
+
+#include <tunekit/kernels/cpu/conv2d.hpp>
+#include <tunekit/kernels/cpu/gemm.hpp>
+#include <tunekit/kernels/cpu/resnet18.hpp>
+
+#include <memory>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,6 +38,75 @@ inline std::vector<std::filesystem::path> datasets_option(tunekit::cli::CommandL
     if (!std::filesystem::exists(p)) cl.fail("no dataset " + p.string());
     out.push_back(p);
   }
+  return out;
+}
+
+/// A live CPU kernel named on the command line: "gemm:N" (the bundled SGEMM at N^3) or
+/// "resnet18.C1" .. "resnet18.C12" (the bundled conv2d on a ResNet-18 layer).
+struct LiveKernel {
+  std::string label;
+  std::unique_ptr<tunekit::cpu::GemmKernel> gemm;
+  std::unique_ptr<tunekit::cpu::Conv2dKernel> conv2d;
+};
+
+/// The SGEMM size of a "gemm:N" spec, 0 if it is not one.
+inline std::size_t gemm_size(const std::string& spec) {
+  if (spec.rfind("gemm:", 0) != 0 || spec.size() == 5 ||
+      spec.find_first_not_of("0123456789", 5) != std::string::npos || spec.size() > 12)
+    return 0;
+  return std::stoul(spec.substr(5));
+}
+
+/// The ResNet-18 layer of a "resnet18.Cn" spec, nullptr if it is not one.
+inline const tunekit::cpu::Conv2dTask* resnet18_layer(const std::string& spec) {
+  try {
+    return &tunekit::cpu::resnet18_conv2d_task(spec);
+  } catch (const std::out_of_range&) {
+    return nullptr;
+  }
+}
+
+/// Builds the kernel (random data from `data_seed`, its reference computed).
+inline LiveKernel make_live_kernel(const std::string& spec, std::uint64_t data_seed = 1) {
+  LiveKernel k{.label = spec, .gemm = nullptr, .conv2d = nullptr};
+  if (const std::size_t n = gemm_size(spec))
+    k.gemm = std::make_unique<tunekit::cpu::GemmKernel>(n, n, n, tunekit::cpu::GemmKernelOptions{.seed = data_seed});
+  else if (const auto* layer = resnet18_layer(spec))
+    k.conv2d = std::make_unique<tunekit::cpu::Conv2dKernel>(
+        layer->shape, tunekit::cpu::Conv2dOptions{.seed = data_seed, .name = spec});
+  else
+    throw std::invalid_argument("not a live kernel: " + spec + " (gemm:N or resnet18.C1 .. resnet18.C12)");
+  return k;
+}
+
+/// --kernel SPEC (repeatable): the live kernels; fails on a spec that names none. "resnet18"
+/// stands for its 12 layers.
+inline std::vector<std::string> kernels_option(tunekit::cli::CommandLine& cl) {
+  std::vector<std::string> specs;
+  for (const auto& s : cl.texts("--kernel")) {
+    if (s == "resnet18") {
+      for (const auto& t : tunekit::cpu::resnet18_conv2d_tasks) specs.emplace_back(t.name);
+      continue;
+    }
+    if (gemm_size(s) == 0 && !resnet18_layer(s))
+      cl.fail("--kernel " + s + ": not a live kernel (gemm:N with N > 0, resnet18.C1 .. resnet18.C12, resnet18)");
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+/// A single-task study (adatune_pipelines, chameleon_pipelines) on each live kernel, scored
+/// against the best time any pipeline found on it.
+template <class Pipelines>
+std::vector<PipelineRuns> live_study(Pipelines pipelines, const std::vector<std::string>& specs, const LiveSetup& s) {
+  std::vector<PipelineRuns> out;
+  for (const auto& spec : specs) {
+    const LiveKernel k = make_live_kernel(spec);
+    auto runs = k.gemm ? pipelines(LiveRunner<tunekit::cpu::GemmKernel>{*k.gemm, spec, s})
+                       : pipelines(LiveRunner<tunekit::cpu::Conv2dKernel>{*k.conv2d, spec, s});
+    for (auto& p : runs) out.push_back(std::move(p));
+  }
+  score_live_runs(out);
   return out;
 }
 
@@ -71,10 +147,13 @@ inline void write_score_curves(std::ostream& out, const std::vector<PipelineRuns
   }
 }
 
-/// Per dataset: score at B/4, B/2, B; GFLOPS at B; simulated seconds at B; and trials and
-/// simulated seconds to reach the `baseline` pipeline's median final score (Chameleon's Table 2
-/// and AdaTune's Fig. 11 measure: the same quality). Medians [95% CI] over seeds.
-inline void print_score_tables(const std::vector<PipelineRuns>& all, std::size_t budget, const std::string& baseline) {
+/// Per dataset (or live kernel): score at B/4, B/2, B; GFLOPS at B; seconds at B (simulated on
+/// replay, the tuner's clock on a live kernel); and trials and seconds to reach the `baseline`
+/// pipeline's median final score (Chameleon's Table 2 and AdaTune's Fig. 11 measure: the same
+/// quality). Medians [95% CI] over seeds.
+inline void print_score_tables(const std::vector<PipelineRuns>& all, std::size_t budget, const std::string& baseline,
+                               bool live = false) {
+  const std::string clock = live ? "s" : "sim. s";
   for (const auto& name : dataset_names(all)) {
     double target = 0.0;
     for (const auto& p : all)
@@ -88,8 +167,8 @@ inline void print_score_tables(const std::vector<PipelineRuns>& all, std::size_t
                 baseline.c_str(), target, median_ci(std::vector<double>(seeds, 0.0)).coverage, seeds);
     std::printf("%-12s %-24s %-24s %-24s %-30s %-26s %-26s %-30s\n", "pipeline", ("score@" + std::to_string(budget / 4)).c_str(),
                 ("score@" + std::to_string(budget / 2)).c_str(), ("score@" + std::to_string(budget)).c_str(),
-                ("GFLOPS@" + std::to_string(budget)).c_str(), ("sim. s@" + std::to_string(budget)).c_str(),
-                "trials to target", "sim. s to target");
+                ("GFLOPS@" + std::to_string(budget)).c_str(), (clock + "@" + std::to_string(budget)).c_str(),
+                "trials to target", (clock + " to target").c_str());
     for (const auto& p : all) {
       if (p.dataset != name) continue;
       std::vector<double> s1, s2, s3, g, sec, tt, ts;

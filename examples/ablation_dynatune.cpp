@@ -1,13 +1,14 @@
 // DynaTune's scheduler comparison (Li et al., ICLR 2021, Fig. 7-9) by template swap, replayed on
-// the recorded datasets as the four operators of one model: the same task tuners, the scheduler
-// swapped. The swap is ablation::dynatune_ablation in ablation.hpp:
+// the recorded datasets as the four operators of one model, or run live on the CPU conv2d of
+// ResNet-18's layers: the same task tuners, the scheduler swapped. The swap is
+// ablation::dynatune_pipelines in ablation.hpp:
 //
-//   replay_scheduler<Sequential, TunerT>("sequential", s)
-//   replay_scheduler<RandomSlots, TunerT>("random-slots", s)
-//   replay_scheduler<RoundRobin, TunerT>("round-robin", s)
-//   replay_scheduler<FlopProportional, TunerT>("flop-proportional", s)
-//   replay_scheduler<DynaTuneScheduler, TunerT>("bandit", s)
-//   replay_scheduler<GradientScheduler, TunerT>("gradient", s)
+//   r.template run<Sequential>("sequential")
+//   r.template run<RandomSlots>("random-slots")
+//   r.template run<RoundRobin>("round-robin")
+//   r.template run<FlopProportional>("flop-proportional")
+//   r.template run<DynaTuneScheduler>("bandit")
+//   r.template run<GradientScheduler>("gradient")
 
 #include "ablation.hpp"
 #include "ablation_cli.hpp"
@@ -15,6 +16,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -23,47 +27,84 @@ const char* const usage = R"(usage: ablation_dynatune [options]
 DynaTune's scheduler comparison replayed on recorded tuning spaces as the operators of one model
 (weight 1 each): the model latency (sum of the operators' best latencies, ms) against the
 simulated seconds (replayed run times + a fixed overhead per configuration, summed over tasks);
-medians over seeds with a 95% order-statistic confidence interval of the median.
+medians over seeds with a 95% order-statistic confidence interval of the median. With --kernel,
+run live on the bundled CPU conv2d instead: every configuration measured and verified, weights
+the layers' occurrences in ResNet-18, seconds the real measurement seconds summed over tasks.
 
 options:
   --dataset NAME|FILE  an operator (name in the datasets folder or a .csv path); several
                        times, in task order                                   [all four]
+  --kernel SPEC        a live operator instead: resnet18.C1 .. resnet18.C12, or resnet18
+                       for all 12; several times, in task order
   --tuner NAME         each task's tuner: random (RandomSearchTuner) or autotvm
                        (AutoTvmTuner, as DynaTune's XGB tuner; minutes)       [random]
-  --seeds S            seeds 0 .. S-1                                         [15]
-  --budget N           trials of all tasks together                           [800]
-  --slot N             trials per slot                                        [16]
-  --plan-size N        configurations per round of a task's tuner             [32]
+  --seeds S            seeds 0 .. S-1                                   [15; live: 3]
+  --budget N           trials of all tasks together                 [800; live: 192]
+  --slot N             trials per slot                                   [16; live: 8]
+  --plan-size N        configurations per round of a task's tuner (replay)    [32]
   --overhead SECONDS   simulated seconds per configuration on top of its runs [1.0]
   --time-points N      points of the seconds axis in the CSV                  [100]
   --out FILE.csv       curves: pipeline,seed,seconds,objective_ms             [ablation_dynatune.csv]
 )";
 
+
+/// Runs the six schedulers live on the conv2d layers named by `specs`.
+template <class TunerT>
+std::vector<ablation::SchedulerRuns> live_dynatune(const std::vector<std::string>& specs,
+                                                   const ablation::LiveMultiSetup& setup) {
+  std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>> kernels;
+  std::vector<tunekit::TaskOptions> tasks;
+  for (const auto& spec : specs) {
+    auto k = ablation::make_live_kernel(spec);
+    const std::size_t layer = static_cast<std::size_t>(ablation::resnet18_layer(spec) -
+                                                       tunekit::cpu::resnet18_conv2d_tasks.data());
+    tasks.push_back({.name = spec, .weight = tunekit::cpu::resnet18_conv2d_occurrences[layer],
+                     .flop = k.conv2d->flop(), .tag = "conv2d"});
+    kernels.push_back(std::move(k.conv2d));
+  }
+  return ablation::dynatune_pipelines(
+      ablation::LiveSchedulerRunner<TunerT, decltype(kernels)>{kernels, tasks, setup});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "ablation_dynatune", usage);
+  const auto kernels = ablation::kernels_option(cl);
+  const bool live = !kernels.empty();
   ablation::MultiSetup setup;
-  setup.datasets = ablation::datasets_option(cl);
+  if (!live) setup.datasets = ablation::datasets_option(cl);
+  else if (!cl.texts("--dataset").empty()) cl.fail("--dataset and --kernel exclude each other");
+  for (const auto& k : kernels)
+    if (!ablation::resnet18_layer(k)) cl.fail("--kernel " + k + ": the live operators are ResNet-18's conv2d layers");
   const std::string tuner = cl.text("--tuner", "random");
-  setup.seeds = cl.count("--seeds", 15);
-  setup.budget = cl.count("--budget", 800);
-  setup.slot_trials = cl.count("--slot", 16);
+  setup.seeds = cl.count("--seeds", live ? 3 : 15);
+  setup.budget = cl.count("--budget", live ? 192 : 800);
+  setup.slot_trials = cl.count("--slot", live ? 8 : 16);
   setup.plan_size = cl.count("--plan-size", 32);
   setup.overhead_seconds = cl.real("--overhead", 1.0);
   const std::size_t points = cl.count("--time-points", 100);
   const std::string out_path = cl.text("--out", "ablation_dynatune.csv");
   cl.reject_unknown();
   if (tuner != "random" && tuner != "autotvm") cl.fail("unknown tuner '" + tuner + "' (available: random, autotvm)");
+  const std::size_t n_tasks = live ? kernels.size() : setup.datasets.size();
 
   try {
-    std::printf("DynaTune ablation: %zu operators, task tuner %s, %zu seeds, budget %zu, slots of %zu, %.2f s "
-                "simulated overhead per config\n",
-                setup.datasets.size(), tuner.c_str(), setup.seeds, setup.budget, setup.slot_trials,
-                setup.overhead_seconds);
+    if (live)
+      std::printf("DynaTune ablation on live CPU conv2d: %zu operators, task tuner %s, %zu seeds, budget %zu, slots "
+                  "of %zu\n",
+                  n_tasks, tuner.c_str(), setup.seeds, setup.budget, setup.slot_trials);
+    else
+      std::printf("DynaTune ablation: %zu operators, task tuner %s, %zu seeds, budget %zu, slots of %zu, %.2f s "
+                  "simulated overhead per config\n",
+                  n_tasks, tuner.c_str(), setup.seeds, setup.budget, setup.slot_trials, setup.overhead_seconds);
     std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
-    const auto all = tuner == "autotvm" ? ablation::dynatune_ablation<tunekit::AutoTvmTuner>(setup)
-                                        : ablation::dynatune_ablation<tunekit::RandomSearchTuner>(setup);
+    std::fflush(stdout);
+    const ablation::LiveMultiSetup live_setup{.seeds = setup.seeds, .budget = setup.budget, .slot_trials = setup.slot_trials};
+    const auto all = live ? (tuner == "autotvm" ? live_dynatune<tunekit::AutoTvmTuner>(kernels, live_setup)
+                                                : live_dynatune<tunekit::RandomSearchTuner>(kernels, live_setup))
+                          : (tuner == "autotvm" ? ablation::dynatune_ablation<tunekit::AutoTvmTuner>(setup)
+                                                : ablation::dynatune_ablation<tunekit::RandomSearchTuner>(setup));
 
     // The common time axis: up to the shortest run (every run is defined there); the common
     // reference: the median final objective over all runs of all schedulers.
@@ -89,16 +130,16 @@ int main(int argc, char** argv) {
           out << line;
         }
 
-    std::printf("time axis: simulated seconds up to the shortest run, %.1f s; reference: median final objective "
+    std::printf("time axis: %s seconds up to the shortest run, %.1f s; reference: median final objective "
                 "of all runs, %.3f ms; CI coverage %.3f\n",
-                horizon, reference, ablation::median_ci(std::vector<double>(setup.seeds, 0.0)).coverage);
+                live ? "measurement" : "simulated", horizon, reference, ablation::median_ci(std::vector<double>(setup.seeds, 0.0)).coverage);
     const double at[] = {0.25 * horizon, 0.5 * horizon, horizon};
     std::printf("%-18s %-26s %-26s %-26s %-24s %-24s %s\n", "scheduler", ("ms@" + std::to_string(int(at[0])) + "s").c_str(),
                 ("ms@" + std::to_string(int(at[1])) + "s").c_str(), ("ms@" + std::to_string(int(at[2])) + "s").c_str(),
                 "s to 1.05x ref.", "s to 1.01x ref.", "slots per task (median)");
     for (const auto& r : all) {
       std::vector<double> v[3], t105, t101;
-      std::vector<std::vector<double>> slots(setup.datasets.size());
+      std::vector<std::vector<double>> slots(n_tasks);
       for (std::size_t s = 0; s < r.seconds.size(); ++s) {
         for (int k = 0; k < 3; ++k) v[k].push_back(ablation::objective_at(r, s, at[k]));
         auto first = [&](double level) {

@@ -44,11 +44,7 @@ options:
   --help            this text
 )";
 
-// How often each of TVM's 12 layers occurs in ResNet-18 v1: the stem (C1), layer1's four 3x3
-// convolutions (C2), then per stage a strided 3x3 (C4, C7, C10), a strided 1x1 downsample (C5,
-// C8, C11) and three 3x3 (C6, C9, C12). C3 (1x1, 64 -> 64, stride 1) is in TVM's list but in no
-// ResNet-18 block; it is tuned with weight 1 so that every listed layer is.
-constexpr std::array<double, 12> resnet18_weights{1, 4, 1, 1, 1, 3, 1, 1, 3, 1, 1, 3};
+constexpr const auto& resnet18_weights = tunekit::cpu::resnet18_conv2d_occurrences;
 
 struct Setup {
   std::string scheduler, tuner, log;

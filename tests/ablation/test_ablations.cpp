@@ -2,6 +2,8 @@
 // budget and gives curves of the right shape; the median's confidence interval.
 #include "../../examples/ablation.hpp"
 
+#include <tunekit/kernels/cpu/gemm.hpp>
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -83,4 +85,33 @@ TEST_CASE("ablation: the DynaTune core gives one objective curve per scheduler a
       CHECK(ablation::objective_at(all[i], seed, all[i].seconds[seed].back()) == all[i].objective_ms[seed].back());
     }
   }
+}
+
+TEST_CASE("ablation: on a live kernel the runs are scored against the best time any pipeline found") {
+  tunekit::cpu::GemmKernel kernel(48, 40, 56, {.threads = 1, .seed = 3});
+  const ablation::LiveSetup s{.seeds = 2, .budget = 8, .plan_size = 4};
+  auto all = ablation::adatune_pipelines(ablation::LiveRunner<tunekit::cpu::GemmKernel>{kernel, "gemm:small", s});
+  ablation::score_live_runs(all);
+  REQUIRE(all.size() == 4);
+  double best_final = 0.0;
+  for (const auto& p : all) {
+    CHECK(p.dataset == "gemm:small");
+    REQUIRE(p.seeds.size() == 2);
+    for (const auto& r : p.seeds) {
+      REQUIRE(r.best_ms.size() == s.budget);
+      REQUIRE(r.score.size() == s.budget);
+      REQUIRE(r.seconds.size() == s.budget);
+      for (std::size_t t = 1; t < s.budget; ++t) {
+        CHECK(r.best_ms[t] <= r.best_ms[t - 1]);  // the best so far never gets worse
+        CHECK(r.seconds[t] > r.seconds[t - 1]);   // every measurement costs time
+        CHECK(r.score[t] >= r.score[t - 1]);
+      }
+      CHECK(r.score.back() > 0.0);
+      CHECK(r.score.back() <= 1.0);
+      // GFLOPS of the final score: the kernel's FLOP over the run's own best time.
+      CHECK(p.gflops(r.score.back()) == doctest::Approx(kernel.flop() / (r.best_ms.back() * 1e-3) / 1e9));
+      best_final = std::max(best_final, r.score.back());
+    }
+  }
+  CHECK(best_final == 1.0);  // some run found the best time of all
 }

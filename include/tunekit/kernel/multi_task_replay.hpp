@@ -11,9 +11,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tunekit {
@@ -43,26 +46,39 @@ struct MultiTaskTrace {
   double seconds_to(double factor) const { return seconds_to(factor, final_objective()); }
 };
 
-/// Runs a MultiTaskTuner<SchedulerT, TunerT> on the replay kernels (task i: kernels[i] with
-/// tasks[i]) to its budget and returns the trace.
-template <class TunerT, class SchedulerT>
-MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
-                                 SchedulerT scheduler, const MultiTaskOptions& options, Rng& rng,
-                                 const typename TunerT::Parts& parts = {}) {
-  if (kernels.size() != tasks.size())
-    throw std::invalid_argument("replay_multi_task: " + std::to_string(kernels.size()) + " kernels for " +
+/// Runs a MultiTaskTuner<SchedulerT, TunerT> to its budget on `kernels` (task i: kernels[i] with
+/// tasks[i]; a range of kernels or of pointers to kernels, as MultiTaskTuner::tune takes) and
+/// returns the trace. On live kernels its measurement seconds are the real ones.
+template <class TunerT, class SchedulerT, class Kernels>
+MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> tasks, SchedulerT scheduler,
+                                const MultiTaskOptions& options, Rng& rng, const typename TunerT::Parts& parts = {}) {
+  if (std::size(kernels) != tasks.size())
+    throw std::invalid_argument("trace_multi_task: " + std::to_string(std::size(kernels)) + " kernels for " +
                                 std::to_string(tasks.size()) + " tasks");
   MultiTaskTuner<SchedulerT, TunerT> mt(std::move(scheduler), options);
-  for (std::size_t i = 0; i < kernels.size(); ++i) mt.add_task(kernels[i], tasks[i], parts);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if constexpr (requires { kernels[i].space(); })
+      mt.add_task(kernels[i], tasks[i], parts);
+    else
+      mt.add_task(*kernels[i], tasks[i], parts);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   mt.tune(kernels, rng);
   MultiTaskTrace trace;
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.objective = mt.objective_history();
   trace.slot_tasks = mt.slot_tasks();
-  for (std::size_t i = 0; i < kernels.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
+  for (std::size_t i = 0; i < tasks.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
   trace.scheduler_seconds = mt.scheduler_seconds();
   return trace;
+}
+
+/// trace_multi_task on replay kernels: the timeline is simulated and a seed reproduces it.
+template <class TunerT, class SchedulerT>
+MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
+                                 SchedulerT scheduler, const MultiTaskOptions& options, Rng& rng,
+                                 const typename TunerT::Parts& parts = {}) {
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, rng, parts);
 }
 
 }  // namespace tunekit

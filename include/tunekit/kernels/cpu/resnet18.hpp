@@ -41,6 +41,13 @@ inline constexpr std::array<Conv2dTask, 12> resnet18_conv2d_tasks{{
     {"resnet18.C12", {1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1}},
 }};
 
+/// How often each layer of resnet18_conv2d_tasks occurs in ResNet-18 v1: the stem (C1), layer1's
+/// four 3x3 convolutions (C2), then per stage a strided 3x3 (C4, C7, C10), a strided 1x1
+/// downsample (C5, C8, C11) and three 3x3 (C6, C9, C12). C3 (1x1, 64 -> 64, stride 1) is in TVM's
+/// list but in no ResNet-18 block; it counts once so that every listed layer is tuned. The
+/// network's latency is then sum_layer occurrences x layer latency.
+inline constexpr std::array<double, 12> resnet18_conv2d_occurrences{1, 4, 1, 1, 1, 3, 1, 1, 3, 1, 1, 3};
+
 /// The ResNet-18 layer of this name ("resnet18.C6"); throws std::out_of_range naming it when
 /// there is none.
 inline const Conv2dTask& resnet18_conv2d_task(std::string_view name) {

@@ -165,6 +165,17 @@ int main(int argc, char** argv) {
     std::printf("%-34s %10.1f %12.2f\n", "tunekit CUDA, tuned", g_tunekit, g_tunekit / g_cudnn);
     const std::string name = "cuDNN " + std::to_string(cudnnGetVersion()) + " algo " + std::to_string(cudnn.algorithm());
     std::printf("%-34s %10.1f %12.2f\n", name.c_str(), g_cudnn, 1.0);
+
+    // Verification against cuDNN: its output and the best configuration's, each checked against
+    // the same double-precision reference and error bound (so they agree with each other).
+    cudnn.time_one();
+    if (const auto r = kernel.verify(); r.status != tunekit::Status::ok)
+      throw std::runtime_error("cuDNN's output is not within the reference's error bound: " + r.error);
+    one(kernel.run(best, 1, rng));
+    if (const auto r = kernel.verify(); r.status != tunekit::Status::ok)
+      throw std::runtime_error("the best configuration's output is not within the reference's error bound: " + r.error);
+    std::printf("\noutputs of cuDNN and of the best configuration: both within the error bound of the "
+                "double-precision reference\n");
   } catch (const tunekit::cuda::DriverError& e) {
     std::fprintf(stderr, "tune_conv2d_cuda: no usable CUDA device: %s\n", e.what());
     return 2;

@@ -307,7 +307,7 @@ KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun 
 
 // The whole check for one tuner type: `make_tuner()` gives a fresh tuner (the same each time).
 template <class MakeTuner>
-void check_fault_injection(const char* name, MakeTuner make_tuner, std::size_t budget) {
+void check_fault_injection(const std::string& name, MakeTuner make_tuner, std::size_t budget) {
   CAPTURE(name);
   const auto kernel = tunekit::ReplayKernel::from_csv(
       TUNEKIT_DATASETS "/gemm_RTX_3090.csv",

@@ -280,7 +280,7 @@ std::vector<std::pair<Config, tunekit::Measurement>> first_trials(const tunekit:
 // Exact resume of tuner type T: the first `cut` trials of a run replayed into a fresh tuner give
 // the whole run again, measuring only the rest.
 template <class T>
-void check_exact_resume(const char* name) {
+void check_exact_resume(const std::string& name) {
   CAPTURE(name);
   constexpr std::size_t budget = 40;
   constexpr std::uint64_t seed = 7;

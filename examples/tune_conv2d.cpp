@@ -37,7 +37,9 @@ options:
   --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_conv2d.jsonl]
   --curve FILE      tuning curve CSV                            [tune_conv2d_curve.csv]
-  --resume          continue from the log instead of starting a new one
+  --resume          continue a killed run from its log instead of starting a new one: with the
+                    same options and --seed it replays the logged measurements and ends as
+                    the uninterrupted run would have
   --list            print the layers and exit
   --help            this text
 )";

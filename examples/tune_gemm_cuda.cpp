@@ -29,7 +29,9 @@ options:
   --plan-size N     configurations measured per round                      [32]
   --log FILE        tuning log, one JSON line per measurement   [tune_gemm_cuda.jsonl]
   --curve FILE      tuning curve CSV                            [tune_gemm_cuda_curve.csv]
-  --resume          continue from the log instead of starting a new one
+  --resume          continue a killed run from its log instead of starting a new one: with the
+                    same options and --seed it replays the logged measurements and ends as
+                    the uninterrupted run would have
   --help            this text
 )";
 

@@ -82,8 +82,10 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   TunerT tuner(kernel.space(), {.budget = {.trials = s.budget, .seconds = s.seconds}, .plan_size = s.plan_size},
                {.evaluator = std::move(evaluator)});
   if (!s.resume) std::filesystem::remove(s.log);
-  const auto resumed = tunekit::resume(tuner, s.log, kernel.name());
-  if (resumed) std::printf("resumed %zu measurements from %s\n", resumed, s.log.c_str());
+  // Exact resume: tune() re-runs the search from the start with the same seed, taking the
+  // logged measurements instead of measuring, and goes on as if the run had never been killed.
+  const auto resumed = tunekit::resume_exact(tuner, s.log, kernel.name());
+  if (resumed) std::printf("resuming: %zu measurements from %s replayed, not measured again\n", resumed, s.log.c_str());
   tunekit::Rng rng(s.seed);
   TuningOutcome out;
   out.result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),

@@ -25,16 +25,19 @@ inline std::uint64_t uniform_index(Rng& rng, std::uint64_t n) {
 /// A uniformly distributed real in [0, 1).
 inline double uniform_real(Rng& rng) { return boost::random::uniform_01<double>()(rng); }
 
-/// An independent generator derived from `rng` for stream `stream` (a parallel chain or a
-/// thread). It consumes one draw of `rng`, so the derived streams depend on the caller's seed and
-/// not on the number of threads.
-inline Rng derive_stream(Rng& rng, std::uint64_t stream) {
-  const std::uint64_t base = rng();
+/// The generator of stream `stream` under the seed `base`: an independent generator for each
+/// stream id (a parallel chain, a thread, a trial), a function of (base, stream) only.
+inline Rng derive_stream(std::uint64_t base, std::uint64_t stream) {
   // splitmix64 finaliser of base + stream: decorrelates neighbouring stream ids.
   std::uint64_t z = base + 0x9E3779B97F4A7C15ULL * (stream + 1);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return Rng(z ^ (z >> 31));
 }
+
+/// An independent generator derived from `rng` for stream `stream` (a parallel chain or a
+/// thread). It consumes one draw of `rng` (the base of derive_stream(base, stream)), so the
+/// derived streams depend on the caller's seed and not on the number of threads.
+inline Rng derive_stream(Rng& rng, std::uint64_t stream) { return derive_stream(std::uint64_t{rng()}, stream); }
 
 }  // namespace tunekit

@@ -8,6 +8,7 @@
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/history.hpp"
 #include "tunekit/optimizer/random_search.hpp"
+#include "tunekit/random.hpp"
 #include "tunekit/space/features.hpp"
 #include "tunekit/tuning_state.hpp"
 
@@ -15,9 +16,11 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -26,7 +29,7 @@ namespace tunekit {
 
 /// How much a tuning run may spend. Trials count distinct configs measured, failed ones
 /// included (and those resumed from a log); seconds are on the tuning clock (measurement costs,
-/// simulated for replay, plus search time).
+/// simulated for replay, plus search time; a trial resumed from a log counts its recorded cost).
 struct Budget {
   std::size_t trials = 1000;
   double seconds = std::numeric_limits<double>::infinity();
@@ -120,7 +123,17 @@ void call_on_end(C& c, const TuningState& s) {
 ///
 /// Use `tune(kernel, rng, callbacks...)`, or drive it yourself with `ask(n, rng)` and
 /// `tell(config, measurement)`; `tune` is exactly that loop, so both give identical runs for
-/// the same seed.
+/// the same seed when the loop measures as `tune` does:
+///
+///     const std::uint64_t seed = rng();  // tune's first draw
+///     while (...) for (const auto& c : tuner.ask(n, rng)) {
+///       Rng m = Tuner::measurement_rng(seed, tuner.history().size());
+///       tuner.tell(c, evaluator.measure(kernel, c, m));
+///     }
+///
+/// Measuring with a stream of its own per trial keeps the evaluator from advancing the generator
+/// that `ask` draws from, so a run resumed by re-execution (`set_recorded`, used by
+/// `resume_exact` in records/log.hpp) takes the same path as an uninterrupted one.
 template <class SurrogateT = NoSurrogate, class AcquisitionT = PredictedMean,
           class OptimizerT = RandomSearch, class EvaluatorT = Deterministic>
 class Tuner {
@@ -194,6 +207,48 @@ class Tuner {
     return history_.trials().back();
   }
 
+  /// The generator `tune` measures trial number `i` (its position in the history) with: stream
+  /// `i` of `measurement_seed`, a value `tune` draws from the caller's generator before anything
+  /// else. A trial's measurement noise thus depends on the seed and its position only, not on
+  /// what `ask` drew, and is the same in a first run and in one resumed by re-execution.
+  static Rng measurement_rng(std::uint64_t measurement_seed, std::size_t i) {
+    return derive_stream(measurement_seed, i);
+  }
+
+  /// Exact resume by re-execution: the measurements of an earlier run of this tuner (same
+  /// options, policies and seed), e.g. read from its log. `tune` then runs from the start, and
+  /// takes the recorded measurement of every config it would measure that is recorded here
+  /// (callbacks see such a trial with `TuningState::replayed` set; LogToFile skips it), so the
+  /// optimizer, surrogate and generator rebuild the state they had and the run goes on exactly
+  /// as if it had never stopped. A replayed trial counts its recorded cost on the tuning clock;
+  /// the search time is spent again. When the run proposes a config that is not recorded while
+  /// recorded ones remain unused (the records come from another seed, version or options), or
+  /// stops with some unused, those are told as they are (nothing is lost) and one warning names
+  /// `source` and the count. Needs a tuner that has measured nothing yet; replaces earlier
+  /// recorded measurements. Throws std::invalid_argument for an invalid or repeated config.
+  void set_recorded(std::vector<std::pair<Config, Measurement>> recorded, std::string source = {},
+                    std::ostream* warnings = nullptr) {
+    if (!history_.empty())
+      throw std::invalid_argument("set_recorded: the tuner has measured " + std::to_string(history_.size()) +
+                                  " configs already; exact resume re-runs tune() from the start on a fresh tuner");
+    recorded_.clear();
+    recorded_at_.clear();
+    for (auto& [c, m] : recorded) {
+      if (!space_.is_valid(c))
+        throw std::invalid_argument("set_recorded: config is not valid in the search space");
+      const auto idx = space_.to_index(c);
+      if (!recorded_at_.emplace(idx, recorded_.size()).second)
+        throw std::invalid_argument("set_recorded: config recorded twice: " + space_.describe(c));
+      recorded_.push_back({std::move(c), std::move(m), false});
+    }
+    recorded_left_ = recorded_.size();
+    recorded_source_ = std::move(source);
+    recorded_warnings_ = warnings;
+  }
+
+  /// Recorded measurements (set_recorded) that `tune` has not used yet.
+  std::size_t recorded_left() const noexcept { return recorded_left_; }
+
   /// Makes configs handed out by `ask` but never told proposable again.
   void forget_pending() {
     visited_.clear();
@@ -214,8 +269,10 @@ class Tuner {
     if constexpr (requires { kernel.device(); })
       if (options_.device.empty()) options_.device = kernel.device();
 
+    const std::uint64_t measurement_seed = rng();
     const auto wall0 = std::chrono::steady_clock::now();
     std::size_t round = 0;
+    bool replayed = false;
     auto state = [&] {
       return TuningState{space_,
                          history_,
@@ -226,7 +283,8 @@ class Tuner {
                          options_.budget.seconds,
                          tuning_seconds(),
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
-                         round};
+                         round,
+                         replayed};
     };
     (detail::call_on_begin(callbacks, state()), ...);
 
@@ -248,11 +306,32 @@ class Tuner {
       }
       bool stop = false;
       for (const auto& c : batch) {
-        const Trial& t = tell(c, parts_.evaluator.measure(kernel, c, rng));
+        replayed = false;
+        std::optional<Measurement> m;
+        if (recorded_left_ > 0) {
+          if (const auto it = recorded_at_.find(space_.to_index(c)); it != recorded_at_.end()) {
+            auto& r = recorded_[it->second];
+            r.used = true;
+            --recorded_left_;
+            m = std::move(r.measurement);
+            replayed = true;
+          } else {
+            // The run left the recorded path: take the rest as recorded, ask again knowing them.
+            tell_unused_recorded("the run proposed " + space_.describe(c) + ", which is not recorded");
+            forget_pending();
+            break;
+          }
+        }
+        if (!m) {
+          Rng measurement_rng_i = measurement_rng(measurement_seed, history_.size());
+          m = parts_.evaluator.measure(kernel, c, measurement_rng_i);
+        }
+        const Trial& t = tell(c, std::move(*m));
         [[maybe_unused]] const auto s = state();
         stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
         if (stop || tuning_seconds() >= options_.budget.seconds) break;
       }
+      replayed = false;
       ++round;
       [[maybe_unused]] const auto s = state();
       stop = (detail::call_on_round(callbacks, s) | ... | stop);
@@ -261,6 +340,7 @@ class Tuner {
         break;
       }
     }
+    if (recorded_left_ > 0) tell_unused_recorded(std::string("the run stopped (") + to_string(result.reason) + ")");
     forget_pending();
     (detail::call_on_end(callbacks, state()), ...);
     if (const Trial* b = history_.best()) result.best = *b;
@@ -288,6 +368,21 @@ class Tuner {
   }
 
  private:
+  // Tells the recorded measurements not used yet, in their recorded order, and warns once.
+  void tell_unused_recorded(const std::string& why) {
+    if (recorded_warnings_)
+      *recorded_warnings_ << "tunekit: warning: " << (recorded_source_.empty() ? "exact resume" : recorded_source_)
+                          << ": " << why << " while " << recorded_left_
+                          << " recorded measurements were unused; taking them as recorded, the run is not an"
+                             " exact continuation\n";
+    for (auto& r : recorded_) {
+      if (r.used) continue;
+      r.used = true;
+      if (!history_.contains(space_.to_index(r.config))) tell(r.config, std::move(r.measurement));
+    }
+    recorded_left_ = 0;
+  }
+
   double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
 
   // The surrogate's target: throughput relative to the best measured (AutoTVM normalises its
@@ -339,6 +434,18 @@ class Tuner {
   std::unordered_set<std::uint64_t> visited_;
   double measurement_seconds_ = 0.0;
   double search_seconds_ = 0.0;
+  // Exact resume (set_recorded): the recorded measurements in their order, where each config's
+  // is, and how many are still unused.
+  struct Recorded {
+    Config config;
+    Measurement measurement;
+    bool used = false;
+  };
+  std::vector<Recorded> recorded_;
+  std::unordered_map<std::uint64_t, std::size_t> recorded_at_;
+  std::size_t recorded_left_ = 0;
+  std::string recorded_source_;
+  std::ostream* recorded_warnings_ = nullptr;
 };
 
 namespace detail {

@@ -28,6 +28,9 @@ struct TuningState {
   double wall_seconds = 0.0;
   /// Rounds (batches asked and measured) completed.
   std::size_t round = 0;
+  /// In on_measured: the trial was not measured now but taken from the records of the run
+  /// being resumed (exact resume, Tuner::set_recorded); a log writer skips it.
+  bool replayed = false;
 
   /// GFLOPS of a measurement (runs per second / 1e9 when the FLOP count is unknown).
   double gflops(const Measurement& m) const noexcept {

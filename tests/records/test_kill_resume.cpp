@@ -1,10 +1,14 @@
-// The crash test: a tuning run logging to a file is killed with SIGKILL mid-run; a new tuner
-// resumes from the log and finishes the budget. The log must then hold every config exactly
+// The crash tests. First: a tuning run logging to a file is killed with SIGKILL mid-run; a new
+// tuner resumes from the log and finishes the budget. The log must then hold every config exactly
 // once, and the resume must take exactly the lines that were complete at the kill.
+// Then fault injection: a run is killed at random moments (at least 20 times) and restarted with
+// exact resume each time; it must end with every measurement logged exactly once, the same
+// configs in the same order as an uninterrupted run with the same seed, and the same best.
 #include <tunekit/callbacks/log_to_file.hpp>
 #include <tunekit/kernel/replay.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/records/log.hpp>
+#include <tunekit/history.hpp>
 
 #include "support/temp_dir.hpp"
 
@@ -16,12 +20,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,4 +194,217 @@ TEST_CASE("kill and resume: a run killed mid-way resumes from its log with no co
     CHECK(reference.history()[i].measurement.mean == records[i].measurement.mean);
     CHECK(reference.history()[i].measurement.samples == records[i].measurement.samples);
   }
+}
+
+namespace {
+
+// Fault injection. Each restart of the child is killed at a moment drawn from a fixed-seed
+// generator, in one of two ways:
+// - after the log has grown by 1..max_lines_per_kill lines since the restart (so the run makes
+//   progress), plus 0..15 ms (so the kill lands anywhere in a measurement: in the kernel's sleep,
+//   in the surrogate's fit, in the annealing, or in the middle of writing a line);
+// - every fifth kill, at 0..60 ms after the fork whatever the log holds (so it may land while the
+//   child reads the log or replays it).
+// After max_kills kills the child runs to the end. A child that finishes before it is killed ends
+// the loop.
+struct KillPlan {
+  std::uint64_t seed = 2718;
+  std::size_t max_lines_per_kill = 7;
+  std::size_t max_kills = 60;
+};
+
+struct KillOutcome {
+  std::size_t kills = 0;
+  // Kills that found the log as the restart did: during startup, the log's reading or the replay
+  // (or the first new measurement).
+  std::size_t kills_without_progress = 0;
+  double seconds = 0.0;
+  bool finished = false;
+  int exit_code = -1;
+};
+
+// The log's count of complete lines, re-read only when its size changed.
+struct LineWatch {
+  fs::path path;
+  std::uintmax_t size = std::numeric_limits<std::uintmax_t>::max();
+  std::size_t lines = 0;
+  std::size_t count() {
+    struct stat st{};
+    const std::uintmax_t now = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uintmax_t>(st.st_size) : 0;
+    if (now != size) {
+      size = now;
+      lines = complete_lines(path);
+    }
+    return lines;
+  }
+};
+
+// Runs `child_run` (which tunes with exact resume from the log and returns the process's exit
+// code) in a forked child again and again, killing it as the plan says, until a child finishes.
+template <class ChildRun>
+KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun child_run) {
+  KillOutcome out;
+  tunekit::Rng kill_rng(plan.seed);
+  LineWatch watch{log};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::seconds(240);
+  while (!out.finished) {
+    const std::size_t lines0 = watch.count();
+    const bool kill_this_one = out.kills < plan.max_kills;
+    const bool by_time = out.kills % 5 == 4;
+    const auto lines_to_wait = 1 + tunekit::uniform_index(kill_rng, plan.max_lines_per_kill);
+    const auto extra = std::chrono::microseconds(tunekit::uniform_index(kill_rng, by_time ? 60'000 : 15'000));
+
+    ChildGuard child;
+    const auto fork_time = std::chrono::steady_clock::now();
+    child.pid = ::fork();
+    REQUIRE(child.pid >= 0);
+    if (child.pid == 0) {
+      int code = 3;
+      try {
+        code = child_run();
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+
+    // Wait for the moment to kill, or for the child to finish.
+    bool waited_lines = by_time;
+    std::chrono::steady_clock::time_point kill_at = fork_time + extra;
+    for (;;) {
+      int st = 0;
+      if (::waitpid(child.pid, &st, WNOHANG) == child.pid) {
+        child.pid = -1;
+        out.finished = true;
+        out.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        break;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      REQUIRE_MESSAGE(now < deadline, "the killed and restarted run did not finish within 240 s");
+      if (kill_this_one) {
+        if (!waited_lines && watch.count() >= lines0 + lines_to_wait) {
+          waited_lines = true;
+          kill_at = now + extra;
+        }
+        if (waited_lines && now >= kill_at) break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    if (out.finished) break;
+
+    REQUIRE(::kill(child.pid, SIGKILL) == 0);
+    int st = 0;
+    REQUIRE(::waitpid(child.pid, &st, 0) == child.pid);
+    child.pid = -1;
+    REQUIRE(WIFSIGNALED(st));
+    REQUIRE(WTERMSIG(st) == SIGKILL);
+    ++out.kills;
+    out.kills_without_progress += watch.count() == lines0;
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+// The whole check for one tuner type: `make_tuner()` gives a fresh tuner (the same each time).
+template <class MakeTuner>
+void check_fault_injection(const std::string& name, MakeTuner make_tuner, std::size_t budget) {
+  CAPTURE(name);
+  const auto kernel = tunekit::ReplayKernel::from_csv(
+      TUNEKIT_DATASETS "/gemm_RTX_3090.csv",
+      {.overhead_seconds = 1.0, .flop = 137472507904.0, .name = {}});
+  const std::string task = kernel.name();
+  constexpr std::uint64_t seed = 4242;
+
+  TempDir dir;
+  const fs::path log = dir.path / "tuning.jsonl";
+  const fs::path child_warnings = dir.path / "warnings.txt";
+
+  const KillOutcome out = kill_until_done(log, KillPlan{}, [&] {
+    // The child: a fresh tuner, exact resume from the log, tune to the budget. Its warnings go
+    // to a file, unbuffered, so that those of killed children are kept.
+    std::ofstream warnings(child_warnings, std::ios::app);
+    warnings << std::unitbuf;
+    auto tuner = make_tuner();
+    tunekit::resume_exact(tuner, log, task, &warnings);
+    SlowReplay slow{&kernel};
+    tunekit::Rng rng(seed);
+    const auto res = tuner.tune(slow, rng, tunekit::LogToFile(log, &warnings));
+    return res.trials == budget && tuner.recorded_left() == 0 ? 0 : 2;
+  });
+  MESSAGE(name, ": ", out.kills, " kills (", out.kills_without_progress, " before a new line), ",
+          out.seconds, " s");
+  REQUIRE(out.finished);
+  CHECK(out.exit_code == 0);
+  CHECK(out.kills >= 20);
+
+  // No restart left the recorded path (that would warn about an inexact continuation); the
+  // only warnings allowed are about lines cut off by a kill.
+  {
+    std::istringstream warned(slurp(child_warnings));
+    std::string line;
+    while (std::getline(warned, line)) {
+      CAPTURE(line);
+      CHECK((line.find("truncated last line") != std::string::npos && line.find("warning: " + log.string()) != std::string::npos));
+    }
+  }
+
+  // The log: exactly the budget, every config once, every line complete.
+  const std::string content = slurp(log);
+  REQUIRE_FALSE(content.empty());
+  CHECK(content.back() == '\n');
+  CHECK(static_cast<std::size_t>(std::count(content.begin(), content.end(), '\n')) == budget);
+  std::ostringstream read_warn;
+  const auto records = tunekit::read_records(log, kernel.space(), task, &read_warn);
+  CHECK(read_warn.str().empty());
+  REQUIRE(records.size() == budget);
+  std::set<std::uint64_t> distinct;
+  for (const auto& r : records) distinct.insert(kernel.space().to_index(r.config));
+  CHECK(distinct.size() == budget);
+
+  // An uninterrupted run with the same seed, here (after all forks): the same configs in the
+  // same order with the same measurements (exactly, through JSON), and the same best.
+  auto reference = make_tuner();
+  tunekit::ReplayKernel fast = kernel;
+  tunekit::Rng rng(seed);
+  REQUIRE(reference.tune(fast, rng).trials == budget);
+  tunekit::History logged;
+  for (std::size_t i = 0; i < budget; ++i) {
+    CAPTURE(i);
+    const auto idx = kernel.space().to_index(records[i].config);
+    CHECK(idx == reference.history()[i].index);
+    CHECK(records[i].measurement.samples == reference.history()[i].measurement.samples);
+    logged.add(tunekit::Trial{records[i].config, idx, records[i].measurement, 0.0});
+  }
+  REQUIRE(logged.best() != nullptr);
+  REQUIRE(reference.history().best() != nullptr);
+  CHECK(logged.best()->index == reference.history().best()->index);
+}
+
+// AutoTVM's pipeline with its annealing kept on one thread: libgomp's thread pool does not
+// survive fork(), and the annealing's result does not depend on the thread count.
+tunekit::AutoTvmTuner fault_injection_autotvm(const tunekit::SearchSpace& space, std::size_t budget) {
+  tunekit::AnnealingParams annealing{};
+  annealing.parallel_min_seconds = std::numeric_limits<double>::infinity();
+  return tunekit::AutoTvmTuner(space, {.budget = {.trials = budget}, .plan_size = 16},
+                               {.optimizer = tunekit::SimulatedAnnealing(annealing)});
+}
+
+}  // namespace
+
+TEST_CASE("kill and resume: AutoTVM killed at random moments 20+ times resumes exactly (same configs, same best)") {
+  const auto space = tunekit::ReplayKernel::from_csv(TUNEKIT_DATASETS "/gemm_RTX_3090.csv",
+                                                     {.overhead_seconds = 1.0, .flop = 137472507904.0, .name = {}})
+                         .space();
+  constexpr std::size_t budget = 160;
+  check_fault_injection("autotvm", [&] { return fault_injection_autotvm(space, budget); }, budget);
+}
+
+TEST_CASE("kill and resume: random search killed at random moments 20+ times resumes exactly") {
+  const auto space = tunekit::ReplayKernel::from_csv(TUNEKIT_DATASETS "/gemm_RTX_3090.csv",
+                                                     {.overhead_seconds = 1.0, .flop = 137472507904.0, .name = {}})
+                         .space();
+  constexpr std::size_t budget = 150;
+  check_fault_injection("random", [&] {
+    return tunekit::RandomSearchTuner(space, {.budget = {.trials = budget}, .plan_size = 16});
+  }, budget);
 }

@@ -429,3 +429,53 @@ TEST_CASE("log: a complete last record without a newline is read, and kept by a 
   CHECK(s.to_index(records[1].config) == 4);
   CHECK(s.to_index(records[2].config) == 6);
 }
+
+TEST_CASE("log: resume_exact continues a logged run as an uninterrupted one, writing no line twice") {
+  TempDir dir;
+  const fs::path log = dir.path / "exact.jsonl";
+  constexpr std::size_t budget = 30;
+  const tunekit::TunerOptions options{.budget = {.trials = budget}, .plan_size = 7, .task = "syn"};
+
+  // The uninterrupted run, and the same run stopped by a callback after 11 measurements, logged.
+  CountingKernel k0;
+  tunekit::RandomSearchTuner reference(k0.space(), options);
+  tunekit::Rng rng0(99);
+  REQUIRE(reference.tune(k0, rng0).trials == budget);
+  {
+    CountingKernel k;
+    tunekit::RandomSearchTuner first(k.space(), options);
+    tunekit::Rng rng(99);
+    struct StopAt {
+      bool on_measured(const tunekit::TuningState& s, const tunekit::Trial&) { return s.history.size() == 11; }
+    };
+    first.tune(k, rng, tunekit::LogToFile(log), StopAt{});
+    REQUIRE(first.history().size() == 11);
+  }
+
+  CountingKernel k;
+  tunekit::RandomSearchTuner tuner(k.space(), options);
+  std::ostringstream warn;
+  CHECK(tunekit::resume_exact(tuner, log, "syn", &warn) == 11);
+  CHECK(tuner.history().empty());  // nothing told yet: tune() replays
+  tunekit::Rng rng(99);
+  CHECK(tuner.tune(k, rng, tunekit::LogToFile(log, &warn)).trials == budget);
+  CHECK(warn.str().empty());
+  CHECK(k.runs_of.size() == budget - 11);
+  const auto records = tunekit::read_records(log, tuner.space(), "syn", &warn);
+  REQUIRE(records.size() == budget);
+  for (std::size_t i = 0; i < budget; ++i) {
+    CHECK(tuner.space().to_index(records[i].config) == reference.history()[i].index);
+    CHECK(tuner.history()[i].measurement.mean == reference.history()[i].measurement.mean);
+  }
+
+  // The same errors and warnings as resume: a config logged twice, a log of other tasks only.
+  append_raw(log, line_of(tuner.space(), records.front()));
+  tunekit::RandomSearchTuner again(k.space(), options);
+  std::ostringstream warn2;
+  CHECK(tunekit::resume_exact(again, log, "syn", &warn2) == budget);
+  CHECK(warn2.str().find("twice") != std::string::npos);
+  tunekit::RandomSearchTuner other(k.space(), options);
+  CHECK_THROWS_AS((void)tunekit::resume_exact(other, log, "gamma", &warn2), RecordError);
+  // A tuner that has measured already cannot be resumed by re-execution.
+  CHECK_THROWS_AS((void)tunekit::resume_exact(tuner, log, "syn", &warn2), std::invalid_argument);
+}

@@ -10,16 +10,22 @@
 
 namespace tunekit_test {
 
-// Median over seeds 0..seeds-1 of the score after `budget` measured configs (plan_size 32).
+// The score after `budget` measured configs (plan_size 32) for each of the seeds 0..seeds-1.
 template <class TunerT>
-double median_score(tunekit::ReplayKernel& k, std::size_t budget, std::uint64_t seeds) {
+std::vector<double> scores(tunekit::ReplayKernel& k, std::size_t budget, std::uint64_t seeds) {
   std::vector<double> s;
   for (std::uint64_t seed = 0; seed < seeds; ++seed) {
     TunerT t(k.space(), {.budget = {.trials = budget}, .plan_size = 32});
     tunekit::Rng rng(seed);
     s.push_back(tunekit::score_at(tunekit::replay_trace(t, k, rng), budget));
   }
-  return tunekit::quantile(s, 0.5);
+  return s;
+}
+
+// Median over seeds 0..seeds-1 of the score after `budget` measured configs (plan_size 32).
+template <class TunerT>
+double median_score(tunekit::ReplayKernel& k, std::size_t budget, std::uint64_t seeds) {
+  return tunekit::quantile(scores<TunerT>(k, budget, seeds), 0.5);
 }
 
 // The exact median score of random search without replacement at `budget`.

@@ -38,13 +38,15 @@ Medians medians(const std::string& name) {
 
 }  // namespace
 
-// Measured (15 seeds, plan_size 32, AdaTune with its AdaptiveCV evaluator; docs/performance.md
-// has the 25-seed table):
+// Measured (15 seeds, plan_size 32, AdaTune with its AdaptiveCV evaluator, each trial measured
+// with its own stream, Tuner::measurement_rng; docs/performance.md has the 25-seed table, from
+// before the per-trial streams, when these were 1.000/1.000, 0.966/0.973, 1.000/0.931 and
+// 0.866/0.996):
 //   dataset            random  autotvm  adatune
-//   gemm_RTX_3090      0.871   1.000    1.000
-//   gemm_RTX_2080_Ti   0.892   0.966    0.973
+//   gemm_RTX_3090      0.871   0.987    1.000
+//   gemm_RTX_2080_Ti   0.892   0.986    0.991
 //   convolution_A100   0.766   1.000    0.931
-//   convolution_A4000  0.870   0.866    0.996
+//   convolution_A4000  0.870   0.809    0.989
 // The bounds are a little below these margins. On convolution_A4000 AutoTVM's pure exploitation
 // is trapped in a broad region of good-but-not-best configs (the best ones are a narrow
 // interaction of four knobs) and does no better than random search; AdaTune's uncertainty-driven

@@ -8,6 +8,10 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -65,10 +69,15 @@ TEST_CASE("tune() and an ask/tell loop give identical runs for the same seed") {
     tunekit::RandomSearchTuner b(k.space(), {.budget = {.trials = 50}, .plan_size = 8});
     tunekit::Deterministic evaluator;
     tunekit::Rng rng_b(seed);
+    // tune's first draw seeds the measurement streams; trial i is measured with stream i.
+    const std::uint64_t measurement_seed = rng_b();
     while (b.history().size() < 50) {
       const auto batch = b.ask(std::min<std::size_t>(8, 50 - b.history().size()), rng_b);
       REQUIRE(!batch.empty());
-      for (const auto& c : batch) b.tell(c, evaluator.measure(k, c, rng_b));
+      for (const auto& c : batch) {
+        tunekit::Rng m = tunekit::RandomSearchTuner::measurement_rng(measurement_seed, b.history().size());
+        b.tell(c, evaluator.measure(k, c, m));
+      }
     }
     CHECK(summary(a.history()) == summary(b.history()));
     CHECK(a.history().best()->index == b.history().best()->index);
@@ -235,4 +244,142 @@ TEST_CASE("a model-based tuner fits the surrogate on all history, failures as ze
   CHECK(t.surrogate().y.maxCoeff() == 1.0);
   // Greedy on a nearest-neighbour model of a smooth bowl beats the median random config.
   CHECK(NoisyBowl::true_time(k.space().view(t.history().best()->config)) <= 2.5e-3);
+}
+
+namespace {
+
+// NoisyBowl counting the configs it prepares (each measurement prepares its config once).
+struct CountingBowl : NoisyBowl {
+  std::vector<std::uint64_t> prepared;
+  RunResult prepare(const Config& c) {
+    prepared.push_back(s.to_index(c));
+    return NoisyBowl::prepare(c);
+  }
+};
+
+// Counts the trials callbacks see as replayed, and checks they all come first.
+struct ReplayCounter {
+  std::size_t replayed = 0, measured = 0;
+  bool replayed_after_measured = false;
+  void on_measured(const tunekit::TuningState& s, const tunekit::Trial&) {
+    if (s.replayed) {
+      ++replayed;
+      replayed_after_measured |= measured > 0;
+    } else {
+      ++measured;
+    }
+  }
+};
+
+std::vector<std::pair<Config, tunekit::Measurement>> first_trials(const tunekit::History& h, std::size_t n) {
+  std::vector<std::pair<Config, tunekit::Measurement>> out;
+  for (std::size_t i = 0; i < n; ++i) out.emplace_back(h[i].config, h[i].measurement);
+  return out;
+}
+
+// Exact resume of tuner type T: the first `cut` trials of a run replayed into a fresh tuner give
+// the whole run again, measuring only the rest.
+template <class T>
+void check_exact_resume(const std::string& name) {
+  CAPTURE(name);
+  constexpr std::size_t budget = 40;
+  constexpr std::uint64_t seed = 7;
+  const tunekit::TunerOptions options{.budget = {.trials = budget}, .plan_size = 8};
+  CountingBowl k0;
+  T reference(k0.space(), options);
+  tunekit::Rng rng0(seed);
+  REQUIRE(reference.tune(k0, rng0).trials == budget);
+
+  for (const std::size_t cut : {std::size_t{0}, std::size_t{13}, std::size_t{16}, budget}) {
+    CAPTURE(cut);
+    CountingBowl k;
+    T resumed(k.space(), options);
+    std::ostringstream warn;
+    resumed.set_recorded(first_trials(reference.history(), cut), "test", &warn);
+    CHECK(resumed.recorded_left() == cut);
+    tunekit::Rng rng(seed);
+    ReplayCounter counter;
+    const auto r = resumed.tune(k, rng, counter);
+    CHECK(r.trials == budget);
+    CHECK(resumed.recorded_left() == 0);
+    CHECK(warn.str().empty());
+    CHECK(summary(resumed.history()) == summary(reference.history()));
+    CHECK(r.best->index == reference.history().best()->index);
+    // Only the configs after the cut were measured, in the reference's order.
+    REQUIRE(k.prepared.size() == budget - cut);
+    for (std::size_t i = cut; i < budget; ++i) CHECK(k.prepared[i - cut] == reference.history()[i].index);
+    CHECK(counter.replayed == cut);
+    CHECK(counter.measured == budget - cut);
+    CHECK_FALSE(counter.replayed_after_measured);
+    // Replayed trials count their recorded cost on the tuning clock.
+    CHECK(resumed.measurement_seconds() == doctest::Approx(reference.measurement_seconds()).epsilon(1e-12));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("exact resume: replaying the first trials of a run gives the same run (random, AutoTVM, PPO)") {
+  check_exact_resume<tunekit::RandomSearchTuner>("random");
+  check_exact_resume<tunekit::AutoTvmTuner>("autotvm");
+  check_exact_resume<tunekit::PpoTuner>("ppo");
+}
+
+TEST_CASE("exact resume: records of another run are all taken, with one warning") {
+  CountingBowl k0;
+  const tunekit::TunerOptions options{.budget = {.trials = 40}, .plan_size = 8};
+  tunekit::AutoTvmTuner other(k0.space(), options);
+  tunekit::Rng rng0(8);
+  other.tune(k0, rng0);
+
+  SUBCASE("another seed: the first config the run proposes is not recorded") {
+    CountingBowl k;
+    tunekit::AutoTvmTuner t(k.space(), options);
+    std::ostringstream warn;
+    t.set_recorded(first_trials(other.history(), 20), "other.jsonl", &warn);
+    tunekit::Rng rng(7);
+    ReplayCounter counter;
+    CHECK(t.tune(k, rng, counter).trials == 40);
+    CHECK(t.recorded_left() == 0);
+    const std::string w = warn.str();
+    CHECK(std::count(w.begin(), w.end(), '\n') == 1);
+    CHECK(w.find("other.jsonl") != std::string::npos);
+    CHECK(w.find("not recorded") != std::string::npos);
+    // Every recorded trial is in the history, none measured again, nothing twice.
+    std::set<std::uint64_t> in_history, distinct(k.prepared.begin(), k.prepared.end());
+    for (const auto& tr : t.history()) CHECK(in_history.insert(tr.index).second);
+    for (std::size_t i = 0; i < 20; ++i) {
+      CHECK(in_history.count(other.history()[i].index) == 1);
+      CHECK(distinct.count(other.history()[i].index) == 0);
+    }
+    // 40 = the 20 recorded (replayed before the divergence, or taken at it) + 20 measured.
+    CHECK(t.history().size() == 40);
+    CHECK(k.prepared.size() == 20);
+  }
+  SUBCASE("a smaller budget: the records beyond it are taken when the run stops") {
+    CountingBowl k;
+    tunekit::AutoTvmTuner t(k.space(), {.budget = {.trials = 30}, .plan_size = 8});
+    std::ostringstream warn;
+    t.set_recorded(first_trials(other.history(), 40), "other.jsonl", &warn);
+    tunekit::Rng rng(8);
+    CHECK(t.tune(k, rng).reason == tunekit::StopReason::trial_budget);
+    CHECK(k.prepared.empty());
+    std::set<std::uint64_t> taken, recorded;
+    for (const auto& tr : t.history()) taken.insert(tr.index);
+    for (const auto& tr : other.history()) recorded.insert(tr.index);
+    CHECK(t.history().size() == 40);
+    CHECK(taken == recorded);
+    // The warning says why: the run either stopped at 30 with 10 unused (the usual case) or its
+    // last, shorter batch (6 asked instead of 8) already left the recorded path.
+    const std::string w = warn.str();
+    CHECK(std::count(w.begin(), w.end(), '\n') == 1);
+    CHECK(w.find("other.jsonl") != std::string::npos);
+  }
+  SUBCASE("set_recorded needs a fresh tuner and distinct valid configs") {
+    tunekit::AutoTvmTuner t(k0.space(), options);
+    auto twice = first_trials(other.history(), 2);
+    twice.push_back(twice.front());
+    CHECK_THROWS_AS(t.set_recorded(twice), std::invalid_argument);
+    t.tell(other.history()[0].config, other.history()[0].measurement);
+    CHECK_THROWS_AS(t.set_recorded(first_trials(other.history(), 2)), std::invalid_argument);
+  }
 }

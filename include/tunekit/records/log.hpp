@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace tunekit {
@@ -135,16 +136,15 @@ inline std::set<std::string> log_tasks(const std::filesystem::path& path) {
   return tasks;
 }
 
-/// Feeds a tuner the records of its task from a log, so that tuning continues where the log
-/// ends without measuring anything again. Returns the number of records taken. A missing or
-/// empty log resumes nothing; a log that has records but none of this task is an error (it is
-/// probably the wrong file). A config recorded twice is taken once, with a warning.
-template <class TunerT>
-std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
-                   std::ostream* warnings = &std::cerr) {
+namespace detail {
+
+// The records of a task in a log, for resuming: none for a missing or empty log; a RecordError
+// for a log that has records but none of this task (probably the wrong file).
+inline std::vector<Record> records_to_resume(const std::filesystem::path& path, const SearchSpace& space,
+                                             const std::string& task, std::ostream* warnings) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return 0;
-  const auto records = read_records(path, tuner.space(), task, warnings);
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return {};
+  auto records = read_records(path, space, task, warnings);
   if (records.empty()) {
     const auto tasks = log_tasks(path);
     if (!tasks.empty()) {
@@ -154,6 +154,23 @@ std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::
                         "' (it has: " + names + ")");
     }
   }
+  return records;
+}
+
+}  // namespace detail
+
+/// Feeds a tuner the records of its task from a log, so that tuning continues where the log
+/// ends without measuring anything again. Returns the number of records taken. A missing or
+/// empty log resumes nothing; a log that has records but none of this task is an error (it is
+/// probably the wrong file). A config recorded twice is taken once, with a warning.
+///
+/// The tuner then knows every logged measurement, but not the state the killed run's optimizer
+/// and generator had: the continued run takes another path than an uninterrupted one would.
+/// `resume_exact` takes the same path (at the cost of re-running the search up to the kill).
+template <class TunerT>
+std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
+                   std::ostream* warnings = &std::cerr) {
+  const auto records = detail::records_to_resume(path, tuner.space(), task, warnings);
   std::size_t taken = 0;
   for (const auto& r : records) {
     if (tuner.history().contains(tuner.space().to_index(r.config))) {
@@ -166,6 +183,39 @@ std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::
     ++taken;
   }
   return taken;
+}
+
+/// Exact resume: prepares a fresh tuner to continue the run that wrote the log as if it had
+/// never been killed. The log's records of the task become the tuner's recorded measurements
+/// (Tuner::set_recorded); the next `tune` with the same seed (and options, policies, kernel)
+/// re-runs the search from the start, takes each logged config's measurement from the log
+/// instead of measuring it (LogToFile does not write it again), and measures from where the log
+/// ends. The optimizer, surrogate and generator so have the state they had at the kill, and the
+/// run ends with the same trials, in the same order, and the same best config as an
+/// uninterrupted one (for a trial budget; a budget in seconds also depends on search time).
+/// A log that the re-run does not follow (another seed or version) is taken as `resume` would,
+/// with one warning. Returns the number of records loaded; a missing or empty log loads none, a
+/// log without records of the task is a RecordError, a config logged twice is taken once with a
+/// warning. The tuner must not have measured anything yet.
+template <class TunerT>
+std::size_t resume_exact(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
+                         std::ostream* warnings = &std::cerr) {
+  const auto records = detail::records_to_resume(path, tuner.space(), task, warnings);
+  std::vector<std::pair<Config, Measurement>> recorded;
+  recorded.reserve(records.size());
+  std::unordered_set<std::uint64_t> seen;
+  for (const auto& r : records) {
+    if (!seen.insert(tuner.space().to_index(r.config)).second) {
+      if (warnings)
+        *warnings << "tunekit: warning: " << path.string() << ": config recorded twice, keeping the first: "
+                  << tuner.space().describe(r.config) << "\n";
+      continue;
+    }
+    recorded.emplace_back(r.config, r.measurement);
+  }
+  const std::size_t loaded = recorded.size();
+  tuner.set_recorded(std::move(recorded), path.string(), warnings);
+  return loaded;
 }
 
 }  // namespace tunekit

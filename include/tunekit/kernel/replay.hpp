@@ -19,6 +19,8 @@
 #include <istream>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -202,6 +204,8 @@ class ReplayKernel {
     header.resize(n_params);
     for (const auto& name : header)
       if (name.empty()) throw DatasetError(source + ":1: empty parameter name");
+    if (const auto twice = duplicate_name(header))
+      throw DatasetError(source + ":1: parameter '" + *twice + "' appears twice");
 
     std::vector<ReplayRow> rows;
     std::size_t line_no = 1;
@@ -236,6 +240,14 @@ class ReplayKernel {
     build(header, std::move(rows), source);
   }
 
+  /// A name that occurs more than once.
+  static std::optional<std::string> duplicate_name(const std::vector<std::string>& names) {
+    std::set<std::string_view> seen;
+    for (const auto& n : names)
+      if (!seen.insert(n).second) return n;
+    return std::nullopt;
+  }
+
   /// Throws DatasetError (prefixed by `where`) for a row the replay cannot use.
   static void check_row(const ReplayRow& r, const std::string& where) {
     if (!(r.time_ms > 0)) throw DatasetError(where + ": time_ms must be positive");
@@ -252,6 +264,8 @@ class ReplayKernel {
     if (n_params == 0) throw DatasetError(source + ": no parameters");
     for (const auto& name : header)
       if (name.empty()) throw DatasetError(source + ": empty parameter name");
+    if (const auto twice = duplicate_name(header))
+      throw DatasetError(source + ": parameter '" + *twice + "' appears twice");
     if (rows.empty()) throw DatasetError(source + ": no rows");
     std::vector<std::vector<std::int64_t>> values;  // per row, per parameter
     values.reserve(rows.size());

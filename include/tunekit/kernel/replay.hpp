@@ -291,12 +291,16 @@ class ReplayKernel {
       const bool pow2 = std::all_of(distinct.begin(), distinct.end(),
                                     [](std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; });
       knob_of[i] = static_cast<int>(space_.dimensions());
-      if (distinct == std::vector<std::int64_t>{0, 1})
-        space_.add(Knob::boolean(header[i]));
-      else if (pow2 && distinct.size() >= 3)
-        space_.add(Knob::power_of_two(header[i], distinct));
-      else
-        space_.add(Knob::ordinal(header[i], distinct));
+      try {
+        if (distinct == std::vector<std::int64_t>{0, 1})
+          space_.add(Knob::boolean(header[i]));
+        else if (pow2 && distinct.size() >= 3)
+          space_.add(Knob::power_of_two(header[i], distinct));
+        else
+          space_.add(Knob::ordinal(header[i], distinct));
+      } catch (const std::overflow_error& e) {
+        throw DatasetError(source + ": too many parameter values for one space (" + e.what() + ")");
+      }
     }
     if (space_.dimensions() == 0) throw DatasetError(source + ": no parameter takes two values");
 

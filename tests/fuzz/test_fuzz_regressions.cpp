@@ -112,7 +112,9 @@ TEST_CASE("a dataset whose space has over 2^64 configs is a DatasetError, not ov
   // fuzzer did not reach 65 two-valued columns in 855k inputs); kept in fuzz/regressions.
   std::string header, low, high;
   for (int i = 0; i < 70; ++i) {
-    header += "p" + std::to_string(i) + ",";
+    header += 'p';
+    header += std::to_string(i);
+    header += ',';
     low += "1,";
     high += "2,";
   }

@@ -111,7 +111,7 @@ TEST_CASE("an unclosed Kernel Tuner cache (a run still writing) reads as Kernel 
 TEST_CASE("malformed Kernel Tuner caches are errors naming the file, key and entry") {
   auto with_entry = [](const std::string& e) { return header + "\n" + entries[0] + ",\n" + e + "}\n}"; };
   CHECK(what_of("").find("mem.json: not a Kernel Tuner cache file (malformed JSON") == 0);
-  CHECK(what_of("{\"cache\": {}").find("mem.json: 'tune_params_keys' is missing") == 0);
+  CHECK(what_of("{\"cache\": {}}").find("mem.json: 'tune_params_keys' is missing") == 0);
   CHECK(what_of("[1, 2]").find("not a JSON object") != std::string::npos);
   CHECK(what_of("{\"tune_params_keys\": [\"a\"]}").find("mem.json: 'cache' is missing") == 0);
   CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "filter": 15, "time": 1.0})")) ==
@@ -126,8 +126,13 @@ TEST_CASE("malformed Kernel Tuner caches are errors naming the file, key and ent
         "mem.json: cache entry '32,1,15': lacks 'time'");
   CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "times": [1.0, -2]})"))
             .find("mem.json: cache entry '32,1,15': 'times' holds -2") == 0);
-  CHECK(what_of(with_entry(R"("16,0,x": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 1.0})"))
+  CHECK(what_of(open_cache() + "\n" + R"("16,0,x": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 1.0})" + "}\n}")
             .find("mem.json: duplicate rows for ") == 0);
+  // Python's json.dumps writes NaN/Infinity for non-finite floats: read as null.
+  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": NaN})")) ==
+        "mem.json: cache entry '32,1,15': 'time' is neither a number nor a failure name: null");
+  CHECK(from_text(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "GFLOP/s": -Infinity, "note": "NaN"})"))
+            .row_count() == 2);
   CHECK_THROWS_WITH_AS(tunekit::from_kernel_tuner_cache("/nonexistent/x.json"),
                        "cannot open Kernel Tuner cache '/nonexistent/x.json'", tunekit::DatasetError);
 }

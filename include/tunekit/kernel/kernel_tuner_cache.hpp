@@ -25,7 +25,8 @@
 /// integers (true/false read as 1/0); the replay's space is built from the values in the entries
 /// as for a CSV (ReplayKernel). A cache of a brute-force run replays the whole space; a cache of
 /// a partial search replays only the configurations it measured. The objective and the other
-/// per-entry fields (compile_time, GFLOP/s, ...) are not used.
+/// per-entry fields (compile_time, GFLOP/s, ...) are not used. Python's NaN, Infinity and
+/// -Infinity (not JSON; Kernel Tuner's json.dumps writes them for non-finite floats) read as null.
 
 #include "tunekit/kernel/replay.hpp"
 
@@ -61,6 +62,34 @@ inline std::string close_kernel_tuner_cache(std::string_view text) {
   return std::string(text) + "}\n}";
 }
 
+/// The text with Python's non-JSON number literals (json.dumps writes NaN, Infinity and
+/// -Infinity for non-finite floats, e.g. an observer's metric) outside strings replaced by null.
+inline std::string python_literals_to_null(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (const std::string_view literal : {"NaN", "Infinity", "-Infinity"})
+      if (text.substr(i).starts_with(literal)) {
+        out += "null";
+        i += literal.size() - 1;
+        replaced = true;
+        break;
+      }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
 /// A parameter value as an integer; nullopt for a value that is not one.
 inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
@@ -83,9 +112,11 @@ inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v)
 
 /// A ReplayKernel of the text of a Kernel Tuner cache file; `source` names it in error messages,
 /// which name the key and the cache entry at fault. Throws DatasetError.
-inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text, const std::string& source,
+inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_written, const std::string& source,
                                                  ReplayOptions options = {},
                                                  std::ostream* warnings = &std::cerr) {
+  const std::string json_text = detail::python_literals_to_null(text_as_written);
+  const std::string_view text = json_text;
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) doc = nlohmann::json::parse(detail::close_kernel_tuner_cache(text), nullptr, false);
   if (doc.is_discarded()) {

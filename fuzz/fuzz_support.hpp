@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the fuzz targets (fuzz/README in docs/reliability.md): the search space the
+// Shared by the fuzz targets (docs/reliability.md, "Fuzzing"): the search space the
 // record targets read configs of, and the way a target reports a broken invariant.
 
 #include <tunekit/space/search_space.hpp>

@@ -54,6 +54,9 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 echo "fuzz: built in $(( $(date +%s) - start )) s"
 
+# Temporary files of the targets (log_file writes its input to one) stay in the build folder.
+export TMPDIR=$PWD/$out/tmp
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 for t in "${targets[@]}"; do
@@ -73,7 +76,7 @@ for t in "${targets[@]}"; do
     "$bin" "${common[@]}" -max_total_time="$seconds" "$work" "fuzz/corpus/$t" 2>"$out/$t.log" ||
       { tail -n 60 "$out/$t.log" >&2; echo "fuzz: $t: finding in $artifacts" >&2; exit 1; }
   else
-    work=$(mktemp -d)
+    work=$(mktemp -d -p "$TMPDIR")
     "$bin" "${common[@]}" -seed=1 -runs="$runs" "$work" "fuzz/corpus/$t" 2>"$out/$t.log" ||
       { tail -n 60 "$out/$t.log" >&2; rm -rf "$work"; echo "fuzz: $t: finding in $artifacts" >&2; exit 1; }
     rm -rf "$work"

@@ -2,6 +2,7 @@
 // seeds and reports its search efficiency (the score of shared/datasets/PEERS.md).
 
 #include <tunekit/tunekit.hpp>
+#include <tunekit/kernel/kernel_tuner_cache.hpp>
 #include <tunekit/kernel/multi_task_replay.hpp>
 #include <tunekit/kernel/replay_score.hpp>
 #include <tunekit/scheduler/by_name.hpp>
@@ -32,7 +33,8 @@ Replays a tuner on a recorded, brute-force-measured tuning space: every measurem
 with the dataset's recorded samples, so the search sees real noise and real failures.
 
 options:
-  --dataset FILE.csv     recorded space (format: shared/datasets/README.md)      (required)
+  --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
+                         Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
   --tuner NAME           tuner preset: random, grid, autotvm, adatune, rfei-sa,
                          rfei-csa, chameleon, sa-as, ppo (docs/concepts.md)       [random]
   --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
@@ -248,6 +250,12 @@ void write_summary(const Args& args, const nlohmann::json& summary, tunekit::cli
   js << summary.dump(2) << '\n';
 }
 
+// A dataset CSV, or a Kernel Tuner cache file (by its extension .json).
+tunekit::ReplayKernel load_dataset(const std::filesystem::path& path, tunekit::ReplayOptions options) {
+  if (path.extension() == ".json") return tunekit::from_kernel_tuner_cache(path, std::move(options));
+  return tunekit::ReplayKernel::from_csv(path, std::move(options));
+}
+
 int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine& cl) {
   try {
     std::vector<tunekit::ReplayKernel> kernels;
@@ -259,8 +267,7 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
       std::string name = path.stem().string();
       if (std::find(names.begin(), names.end(), name) != names.end()) name += "#" + std::to_string(i + 1);
       names.push_back(name);
-      kernels.push_back(tunekit::ReplayKernel::from_csv(
-          path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name}));
+      kernels.push_back(load_dataset(path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name}));
       // Ansor's operator tag: the dataset's kernel family, its file name up to the first '_'.
       tasks.push_back({.name = name, .weight = args.weights[i], .flop = args.flops[i],
                        .tag = name.substr(0, name.find('_'))});
@@ -391,8 +398,7 @@ int main(int argc, char** argv) {
 
   if (args.multi) return run_multi(args, it->second.multi, cl);
   try {
-    auto kernel = tunekit::ReplayKernel::from_csv(
-        args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+    auto kernel = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
     const std::size_t valid = kernel.row_count();
     std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
               << kernel.failed_count() << " failed) of " << kernel.space().product_size()

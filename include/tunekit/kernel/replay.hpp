@@ -19,6 +19,8 @@
 #include <istream>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -49,6 +51,16 @@ struct DatasetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// One recorded configuration of a dataset (ReplayKernel::from_rows).
+struct ReplayRow {
+  /// The parameters' values, in the order of the parameter names.
+  std::vector<std::int64_t> values;
+  /// Mean time in ms; infinity for a configuration that failed.
+  double time_ms = 0.0;
+  /// The recorded run times in ms; empty for a failed configuration.
+  std::vector<double> samples_ms;
+};
+
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
 /// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
 /// power_of_two, the rest ordinal), one constant per single-valued parameter, and a membership
@@ -72,6 +84,19 @@ class ReplayKernel {
     ReplayKernel k;
     k.options_ = std::move(options);
     k.load(in, source);
+    return k;
+  }
+
+  /// A dataset given as rows (for readers of other formats, e.g. kernel_tuner_cache.hpp);
+  /// `source` names it in error messages. Throws DatasetError as the CSV readers do.
+  static ReplayKernel from_rows(const std::vector<std::string>& parameters, std::vector<ReplayRow> rows,
+                                const std::string& source, ReplayOptions options = {}) {
+    options.validate();
+    ReplayKernel k;
+    k.options_ = std::move(options);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      check_row(rows[i], source + ": row " + std::to_string(i + 1));
+    k.build(parameters, std::move(rows), source);
     return k;
   }
 
@@ -176,10 +201,13 @@ class ReplayKernel {
     if (header.size() < 3 || header[header.size() - 2] != "time_ms" || header.back() != "samples")
       throw DatasetError(source + ":1: header must be the parameters, then time_ms, then samples");
     const std::size_t n_params = header.size() - 2;
-    for (std::size_t i = 0; i < n_params; ++i)
-      if (header[i].empty()) throw DatasetError(source + ":1: empty parameter name");
+    header.resize(n_params);
+    for (const auto& name : header)
+      if (name.empty()) throw DatasetError(source + ":1: empty parameter name");
+    if (const auto twice = duplicate_name(header))
+      throw DatasetError(source + ":1: parameter '" + *twice + "' appears twice");
 
-    std::vector<std::vector<std::int64_t>> values;  // per row, per parameter
+    std::vector<ReplayRow> rows;
     std::size_t line_no = 1;
     while (std::getline(in, line)) {
       ++line_no;
@@ -187,34 +215,67 @@ class ReplayKernel {
       if (line.empty()) continue;
       const std::string where = source + ":" + std::to_string(line_no);
       const auto f = split_csv(line);
-      if (f.size() != header.size())
+      if (f.size() != n_params + 2)
         throw DatasetError(where + ": " + std::to_string(f.size()) + " fields, header has " +
-                           std::to_string(header.size()));
-      std::vector<std::int64_t> v(n_params);
+                           std::to_string(n_params + 2));
+      ReplayRow r{std::vector<std::int64_t>(n_params), 0.0, {}};
       for (std::size_t i = 0; i < n_params; ++i) {
-        const auto [p, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v[i]);
+        const auto [p, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), r.values[i]);
         if (ec != std::errc() || p != f[i].data() + f[i].size())
           throw DatasetError(where + ": parameter " + header[i] + " is not an integer: '" +
                              std::string(f[i]) + "'");
       }
-      Row r{0, parse_double(f[n_params], where), {}};
-      if (r.time_ms <= 0) throw DatasetError(where + ": time_ms must be positive");
+      r.time_ms = parse_double(f[n_params], where);
       if (std::isfinite(r.time_ms)) {
         std::string_view s = f[n_params + 1];
         while (!s.empty()) {
           const auto semi = s.find(';');
-          const double x = parse_double(s.substr(0, semi), where);
-          if (!(x > 0) || !std::isfinite(x))
-            throw DatasetError(where + ": sample times must be finite and positive");
-          r.samples.push_back(x);
+          r.samples_ms.push_back(parse_double(s.substr(0, semi), where));
           s = semi == std::string_view::npos ? std::string_view{} : s.substr(semi + 1);
         }
-        if (r.samples.empty()) throw DatasetError(where + ": a finite time_ms needs samples");
       }
-      values.push_back(std::move(v));
-      rows_.push_back(std::move(r));
+      check_row(r, where);
+      rows.push_back(std::move(r));
     }
-    if (rows_.empty()) throw DatasetError(source + ": no rows");
+    build(header, std::move(rows), source);
+  }
+
+  /// A name that occurs more than once.
+  static std::optional<std::string> duplicate_name(const std::vector<std::string>& names) {
+    std::set<std::string_view> seen;
+    for (const auto& n : names)
+      if (!seen.insert(n).second) return n;
+    return std::nullopt;
+  }
+
+  /// Throws DatasetError (prefixed by `where`) for a row the replay cannot use.
+  static void check_row(const ReplayRow& r, const std::string& where) {
+    if (!(r.time_ms > 0)) throw DatasetError(where + ": time_ms must be positive");
+    if (!std::isfinite(r.time_ms)) return;
+    if (r.samples_ms.empty()) throw DatasetError(where + ": a finite time_ms needs samples");
+    for (const double x : r.samples_ms)
+      if (!(x > 0) || !std::isfinite(x))
+        throw DatasetError(where + ": sample times must be finite and positive");
+  }
+
+  void build(const std::vector<std::string>& header, std::vector<ReplayRow> rows,
+             const std::string& source) {
+    const std::size_t n_params = header.size();
+    if (n_params == 0) throw DatasetError(source + ": no parameters");
+    for (const auto& name : header)
+      if (name.empty()) throw DatasetError(source + ": empty parameter name");
+    if (const auto twice = duplicate_name(header))
+      throw DatasetError(source + ": parameter '" + *twice + "' appears twice");
+    if (rows.empty()) throw DatasetError(source + ": no rows");
+    std::vector<std::vector<std::int64_t>> values;  // per row, per parameter
+    values.reserve(rows.size());
+    for (auto& r : rows) {
+      if (r.values.size() != n_params)
+        throw DatasetError(source + ": a row has " + std::to_string(r.values.size()) +
+                           " parameter values, expected " + std::to_string(n_params));
+      values.push_back(std::move(r.values));
+      rows_.push_back({0, r.time_ms, std::move(r.samples_ms)});
+    }
 
     // The space: a knob per varying parameter, a constant per fixed one.
     std::vector<int> knob_of(n_params, -1);
@@ -230,12 +291,16 @@ class ReplayKernel {
       const bool pow2 = std::all_of(distinct.begin(), distinct.end(),
                                     [](std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; });
       knob_of[i] = static_cast<int>(space_.dimensions());
-      if (distinct == std::vector<std::int64_t>{0, 1})
-        space_.add(Knob::boolean(header[i]));
-      else if (pow2 && distinct.size() >= 3)
-        space_.add(Knob::power_of_two(header[i], distinct));
-      else
-        space_.add(Knob::ordinal(header[i], distinct));
+      try {
+        if (distinct == std::vector<std::int64_t>{0, 1})
+          space_.add(Knob::boolean(header[i]));
+        else if (pow2 && distinct.size() >= 3)
+          space_.add(Knob::power_of_two(header[i], distinct));
+        else
+          space_.add(Knob::ordinal(header[i], distinct));
+      } catch (const std::overflow_error& e) {
+        throw DatasetError(source + ": too many parameter values for one space (" + e.what() + ")");
+      }
     }
     if (space_.dimensions() == 0) throw DatasetError(source + ": no parameter takes two values");
 

@@ -1,0 +1,242 @@
+#pragma once
+/// \file
+/// Kernel Tuner cache files (the `cache=` option of kernel_tuner.tune_kernel) replayed as a
+/// ReplayKernel.
+///
+/// Format (Kernel Tuner's util.py: process_cache, store_cache, read_cache), one JSON object:
+///
+///     {"device_name": "...", "kernel_name": "...", "problem_size": [...],
+///      "tune_params_keys": ["block_size_x", ...], "tune_params": {"block_size_x": [16, 32], ...},
+///      "objective": "time",
+///      "cache": {"16,1,...": {"block_size_x": 16, ..., "time": 1.25, "times": [1.3, 1.2, ...], ...},
+///                "32,1,...": {"block_size_x": 32, ..., "time": "CompilationFailedConfig", ...}}}
+///
+/// Kernel Tuner writes the header up to `"cache": {`, appends one `"key": {...},` line per
+/// measured configuration, and closes the file (drops the last comma, appends "}\n}") when
+/// tune_kernel returns. A file of a session that is still running or was killed lacks the
+/// closing; it is read as Kernel Tuner reads it (read_cache): the trailing comma dropped and the
+/// brackets appended. A last line cut off in the middle of its write (which Kernel Tuner itself
+/// cannot read) is dropped with a warning.
+///
+/// The replay's rows: one per cache entry, sorted by parameter values. "time" is the mean time in
+/// ms; "times" the recorded run times in ms (when absent, "time" is the only sample). A "time" of
+/// "InvalidConfig", "CompilationFailedConfig" or "RuntimeFailedConfig" is a failed configuration
+/// (a runtime_error when replayed, like `inf` in a dataset CSV). Parameter values must be
+/// integers (true/false read as 1/0); the replay's space is built from the values in the entries
+/// as for a CSV (ReplayKernel). A cache of a brute-force run replays the whole space; a cache of
+/// a partial search replays only the configurations it measured. The objective and the other
+/// per-entry fields (compile_time, GFLOP/s, ...) are not used. Python's NaN, Infinity and
+/// -Infinity (not JSON; Kernel Tuner's json.dumps writes them for non-finite floats) read as null.
+
+#include "tunekit/kernel/replay.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tunekit {
+
+namespace detail {
+
+/// The text of a cache file as Kernel Tuner's read_cache sees it: whitespace trimmed, a trailing
+/// comma dropped and "}\n}" appended when the file was not closed.
+inline std::string close_kernel_tuner_cache(std::string_view text) {
+  constexpr std::string_view space = " \t\r\n\f\v";
+  const auto first = text.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  text = text.substr(first, text.find_last_not_of(space) - first + 1);
+  if (text.ends_with("}\n}") || text.ends_with("}}}")) return std::string(text);
+  if (text.ends_with(',')) text.remove_suffix(1);
+  return std::string(text) + "}\n}";
+}
+
+/// The text with Python's non-JSON number literals (json.dumps writes NaN, Infinity and
+/// -Infinity for non-finite floats, e.g. an observer's metric) outside strings replaced by null.
+inline std::string python_literals_to_null(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (const std::string_view literal : {"NaN", "Infinity", "-Infinity"})
+      if (text.substr(i).starts_with(literal)) {
+        out += "null";
+        i += literal.size() - 1;
+        replaced = true;
+        break;
+      }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+/// A parameter value as an integer; nullopt for a value that is not one.
+inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<std::int64_t>();
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // [-2^63, 2^63): the doubles that convert to int64 without overflow.
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::floor(d))
+      return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+/// A ReplayKernel of the text of a Kernel Tuner cache file; `source` names it in error messages,
+/// which name the key and the cache entry at fault. Throws DatasetError.
+inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_written, const std::string& source,
+                                                 ReplayOptions options = {},
+                                                 std::ostream* warnings = &std::cerr) {
+  const std::string json_text = detail::python_literals_to_null(text_as_written);
+  const std::string_view text = json_text;
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) doc = nlohmann::json::parse(detail::close_kernel_tuner_cache(text), nullptr, false);
+  if (doc.is_discarded()) {
+    // A last entry cut off mid-write: drop that line, close the rest.
+    const std::string closed = detail::close_kernel_tuner_cache(text);
+    const auto nl = closed.size() > 3 ? closed.rfind('\n', closed.size() - 4) : std::string::npos;
+    if (nl != std::string::npos) {
+      doc = nlohmann::json::parse(detail::close_kernel_tuner_cache(std::string_view(closed).substr(0, nl)),
+                                  nullptr, false);
+      if (!doc.is_discarded() && warnings)
+        *warnings << "tunekit: warning: " << source
+                  << ": ignoring a cut-off last cache entry (the file was being written)\n";
+    }
+  }
+  if (doc.is_discarded()) {
+    std::string why;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      why = e.what();
+    }
+    throw DatasetError(source + ": not a Kernel Tuner cache file (malformed JSON: " + why + ")");
+  }
+  if (!doc.is_object()) throw DatasetError(source + ": not a Kernel Tuner cache file (not a JSON object)");
+
+  const auto keys_it = doc.find("tune_params_keys");
+  if (keys_it == doc.end() || !keys_it->is_array())
+    throw DatasetError(source + ": 'tune_params_keys' is missing or not a list");
+  std::vector<std::string> names;
+  for (const auto& k : *keys_it) {
+    if (!k.is_string()) throw DatasetError(source + ": 'tune_params_keys' holds a non-string " + k.dump());
+    names.push_back(k.get<std::string>());
+  }
+  if (names.empty()) throw DatasetError(source + ": 'tune_params_keys' is empty");
+
+  // tune_params, when present: the values each parameter may take.
+  std::vector<std::vector<std::int64_t>> allowed(names.size());
+  bool check_allowed = false;
+  if (const auto tp = doc.find("tune_params"); tp != doc.end()) {
+    if (!tp->is_object()) throw DatasetError(source + ": 'tune_params' is not an object");
+    check_allowed = true;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto list = tp->find(names[i]);
+      if (list == tp->end() || !list->is_array())
+        throw DatasetError(source + ": 'tune_params' has no list of values for '" + names[i] + "'");
+      for (const auto& v : *list) {
+        const auto x = detail::kernel_tuner_integer(v);
+        if (!x)
+          throw DatasetError(source + ": 'tune_params' value " + v.dump() + " of '" + names[i] +
+                             "' is not an integer (a replay takes integer parameters only)");
+        allowed[i].push_back(*x);
+      }
+      std::sort(allowed[i].begin(), allowed[i].end());
+    }
+  }
+
+  const auto cache = doc.find("cache");
+  if (cache == doc.end() || !cache->is_object())
+    throw DatasetError(source + ": 'cache' is missing or not an object");
+  std::vector<ReplayRow> rows;
+  rows.reserve(cache->size());
+  for (const auto& [key, entry] : cache->items()) {
+    const std::string where = source + ": cache entry '" + key + "'";
+    if (!entry.is_object()) throw DatasetError(where + ": not an object");
+    ReplayRow r;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto v = entry.find(names[i]);
+      if (v == entry.end()) throw DatasetError(where + ": lacks parameter '" + names[i] + "'");
+      const auto x = detail::kernel_tuner_integer(*v);
+      if (!x)
+        throw DatasetError(where + ": parameter '" + names[i] + "' = " + v->dump() +
+                           " is not an integer (a replay takes integer parameters only)");
+      if (check_allowed && !std::binary_search(allowed[i].begin(), allowed[i].end(), *x))
+        throw DatasetError(where + ": parameter '" + names[i] + "' = " + v->dump() +
+                           " is not among its tune_params values");
+      r.values.push_back(*x);
+    }
+    const auto time = entry.find("time");
+    if (time == entry.end()) throw DatasetError(where + ": lacks 'time'");
+    if (time->is_string()) {
+      const auto& s = time->get_ref<const std::string&>();
+      if (s != "InvalidConfig" && s != "CompilationFailedConfig" && s != "RuntimeFailedConfig")
+        throw DatasetError(where + ": 'time' is the unknown failure " + time->dump());
+      r.time_ms = std::numeric_limits<double>::infinity();
+    } else if (time->is_number()) {
+      r.time_ms = time->get<double>();
+      if (!(r.time_ms > 0) || !std::isfinite(r.time_ms))
+        throw DatasetError(where + ": 'time' must be a finite positive number of ms, not " + time->dump());
+      if (const auto times = entry.find("times"); times != entry.end()) {
+        if (!times->is_array()) throw DatasetError(where + ": 'times' is not a list");
+        for (const auto& t : *times) {
+          if (!t.is_number() || !(t.get<double>() > 0) || !std::isfinite(t.get<double>()))
+            throw DatasetError(where + ": 'times' holds " + t.dump() +
+                               ", not a finite positive number of ms");
+          r.samples_ms.push_back(t.get<double>());
+        }
+        if (r.samples_ms.empty()) throw DatasetError(where + ": 'times' is empty");
+      } else {
+        r.samples_ms.push_back(r.time_ms);
+      }
+    } else {
+      throw DatasetError(where + ": 'time' is neither a number nor a failure name: " + time->dump());
+    }
+    rows.push_back(std::move(r));
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const ReplayRow& a, const ReplayRow& b) { return a.values < b.values; });
+  return ReplayKernel::from_rows(names, std::move(rows), source, std::move(options));
+}
+
+/// A ReplayKernel of a Kernel Tuner cache file (see the file comment); the task name is the
+/// file's stem unless `options.name` is set. Throws DatasetError naming the file, the key and
+/// the cache entry at fault.
+inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, ReplayOptions options = {},
+                                            std::ostream* warnings = &std::cerr) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DatasetError("cannot open Kernel Tuner cache '" + path.string() + "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (options.name.empty()) options.name = path.stem().string();
+  return from_kernel_tuner_cache_text(text, path.string(), std::move(options), warnings);
+}
+
+}  // namespace tunekit

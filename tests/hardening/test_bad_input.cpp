@@ -141,6 +141,12 @@ TEST_CASE("bad input: a range or value list too long for a knob") {
   CHECK_THROWS_WITH_AS(Knob::range("n", std::numeric_limits<std::int64_t>::min(),
                                    std::numeric_limits<std::int64_t>::max(), 2),
                        doctest::Contains("a knob holds at most 4294967295"), std::length_error);
+  CHECK_THROWS_WITH_AS(Knob::range("n", std::numeric_limits<std::int64_t>::min(),
+                                   std::numeric_limits<std::int64_t>::max()),
+                       doctest::Contains("knob 'n': range of 2^64 values"), std::length_error);
+  // 2^32 values: one more than a knob holds.
+  CHECK_THROWS_WITH_AS(Knob::range("n", 0, 4'294'967'295), doctest::Contains("range of 4294967296 values"),
+                       std::length_error);
   // A long legal range is checked for duplicates in O(n log n) (the pairwise check took minutes).
   const Knob big = Knob::range("n", 1, 300'000);
   CHECK(big.size() == 300'000);

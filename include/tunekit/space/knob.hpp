@@ -47,14 +47,17 @@ class Knob {
     if (hi < lo) throw std::invalid_argument("knob '" + name + "': empty range (hi < lo)");
     // Count first (exact in unsigned arithmetic): a range too long for a knob is an error, not
     // an allocation of gigabytes.
-    const std::uint64_t count =
+    const std::uint64_t steps =  // the number of values less one (which may be 2^64)
         (static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo)) /
-            static_cast<std::uint64_t>(step) + 1;
-    if (count > max_values)
-      throw std::length_error("knob '" + name + "': range of " + std::to_string(count) +
-                              " values; a knob holds at most " + std::to_string(max_values));
+        static_cast<std::uint64_t>(step);
+    if (steps >= max_values)
+      throw std::length_error(
+          "knob '" + name + "': range of " +
+          (steps == std::numeric_limits<std::uint64_t>::max() ? std::string("2^64")
+                                                              : std::to_string(steps + 1)) +
+          " values; a knob holds at most " + std::to_string(max_values));
     std::vector<std::int64_t> v;
-    v.reserve(static_cast<std::size_t>(count));
+    v.reserve(static_cast<std::size_t>(steps + 1));
     // Stop when the next step would pass hi (x + step could overflow near INT64_MAX); the
     // difference hi - x is exact in unsigned arithmetic since x <= hi.
     for (std::int64_t x = lo;; x += step) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,9 @@ enum class KnobKind {
 /// `std::invalid_argument` naming the knob on bad input.
 class Knob {
  public:
+  /// Most values a knob can hold (a Config stores each knob's value index in 32 bits).
+  static constexpr std::uint64_t max_values = std::numeric_limits<std::uint32_t>::max();
+
   /// An ordinal knob over the given distinct integers, kept in the given order.
   static Knob ordinal(std::string name, std::vector<std::int64_t> values) {
     Knob k(std::move(name), KnobKind::ordinal);
@@ -41,7 +45,19 @@ class Knob {
   static Knob range(std::string name, std::int64_t lo, std::int64_t hi, std::int64_t step = 1) {
     if (step <= 0) throw std::invalid_argument("knob '" + name + "': range step must be positive");
     if (hi < lo) throw std::invalid_argument("knob '" + name + "': empty range (hi < lo)");
+    // Count first (exact in unsigned arithmetic): a range too long for a knob is an error, not
+    // an allocation of gigabytes.
+    const std::uint64_t steps =  // the number of values less one (which may be 2^64)
+        (static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo)) /
+        static_cast<std::uint64_t>(step);
+    if (steps >= max_values)
+      throw std::length_error(
+          "knob '" + name + "': range of " +
+          (steps == std::numeric_limits<std::uint64_t>::max() ? std::string("2^64")
+                                                              : std::to_string(steps + 1)) +
+          " values; a knob holds at most " + std::to_string(max_values));
     std::vector<std::int64_t> v;
+    v.reserve(static_cast<std::size_t>(steps + 1));
     // Stop when the next step would pass hi (x + step could overflow near INT64_MAX); the
     // difference hi - x is exact in unsigned arithmetic since x <= hi.
     for (std::int64_t x = lo;; x += step) {
@@ -91,11 +107,15 @@ class Knob {
   static Knob categorical(std::string name, std::vector<std::string> labels) {
     Knob k(std::move(name), KnobKind::categorical);
     if (labels.empty()) throw std::invalid_argument("knob '" + k.name_ + "' has no values");
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      for (std::size_t j = 0; j < i; ++j)
-        if (labels[i] == labels[j])
-          throw std::invalid_argument("knob '" + k.name_ + "': duplicate value '" + labels[i] +
-                                      "'");
+    k.check_size(labels.size());
+    std::vector<const std::string*> sorted;
+    sorted.reserve(labels.size());
+    for (const auto& l : labels) sorted.push_back(&l);
+    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return *a < *b; });
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end(),
+                                        [](auto* a, auto* b) { return *a == *b; });
+    if (dup != sorted.end())
+      throw std::invalid_argument("knob '" + k.name_ + "': duplicate value '" + **dup + "'");
     k.values_.resize(labels.size());
     std::iota(k.values_.begin(), k.values_.end(), std::int64_t{0});
     k.labels_ = std::move(labels);
@@ -113,7 +133,7 @@ class Knob {
       throw std::invalid_argument("knob '" + name + "': split into fewer than one part");
     Knob k(std::move(name), KnobKind::split);
     std::vector<std::int64_t> divisors, current;
-    for (std::int64_t d = 1; d * d <= extent; ++d)
+    for (std::int64_t d = 1; d <= extent / d; ++d)  // not d * d <= extent: it overflows
       if (extent % d == 0) {
         divisors.push_back(d);
         if (d * d != extent) divisors.push_back(extent / d);
@@ -193,11 +213,19 @@ class Knob {
 
   void check_values() const {
     if (values_.empty()) throw std::invalid_argument("knob '" + name_ + "' has no values");
-    for (std::size_t i = 0; i < values_.size(); ++i)
-      for (std::size_t j = 0; j < i; ++j)
-        if (values_[i] == values_[j])
-          throw std::invalid_argument("knob '" + name_ + "': duplicate value " +
-                                      std::to_string(values_[i]));
+    check_size(values_.size());
+    // Sorted copy, O(n log n): a pairwise check takes minutes on a range of a million values.
+    std::vector<std::int64_t> sorted = values_;
+    std::sort(sorted.begin(), sorted.end());
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end())
+      throw std::invalid_argument("knob '" + name_ + "': duplicate value " + std::to_string(*dup));
+  }
+
+  void check_size(std::size_t n) const {
+    if (n > max_values)
+      throw std::length_error("knob '" + name_ + "': " + std::to_string(n) +
+                              " values; a knob holds at most " + std::to_string(max_values));
   }
 
   // Appends every factor list of `rest` into `parts` factors drawn from `divisors` (the allowed

@@ -1,0 +1,4 @@
+// Compile-time benchmark: a program that tunes a recorded space with tunekit::SaAsTuner.
+#include "tune_main.hpp"
+
+int main(int argc, char** argv) { return tune_main<tunekit::SaAsTuner>(argc, argv); }

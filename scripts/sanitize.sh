@@ -32,8 +32,10 @@ case "$what" in address | thread | all) ;; *)
   ;;
 esac
 jobs=$(nproc)
-datasets=${TUNEKIT_DATASETS:-$root/../shared/datasets}
-flags="-O1 -g -fno-omit-frame-pointer"
+# The recorded datasets: $TUNEKIT_DATASETS, else CMake's default (../shared/datasets).
+datasets=()
+[[ -n ${TUNEKIT_DATASETS:-} ]] && datasets=(-DTUNEKIT_DATASETS="$TUNEKIT_DATASETS")
+flags="-O1 -g"  # TUNEKIT_SANITIZE adds -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # The packages: tunekit's own (install-deps.sh), clang 14 with its sanitizer runtimes, LLVM's
 # OpenMP runtime with Archer, and llvm-symbolizer for the reports' stack traces.
@@ -54,18 +56,24 @@ fi
 llvm=/usr/lib/llvm-14
 symbolizer=$llvm/bin/llvm-symbolizer
 
-configure() {  # build dir, sanitizers, extra cmake arguments
-  local dir=$1 sanitize=$2
-  shift 2
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+configure() {  # build dir, C++ compiler, sanitizers, extra cmake arguments
+  local dir=$1 cxx=$2 sanitize=$3
+  shift 3
+  # CMake drops the cache, and with it this command's -D options, when the compiler changes.
+  if [[ -f $dir/CMakeCache.txt ]]; then
+    local cached
+    cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
+    [[ $(readlink -f "$cached") == $(readlink -f "$cxx") ]] || rm -rf "$dir"
+  fi
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DTUNEKIT_SANITIZE="$sanitize" \
-    -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF -DTUNEKIT_CUDA=OFF \
-    -DTUNEKIT_DATASETS="$datasets" "$@" >/dev/null
+    -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF -DTUNEKIT_CUDA=OFF "${datasets[@]}" \
+    "$@" >/dev/null
 }
 
 if [[ $what == address || $what == all ]]; then
   echo "sanitize: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)"
-  configure build-asan address,undefined
+  configure build-asan /usr/bin/g++ address,undefined
   cmake --build build-asan -j "$jobs" --target tunekit_tests
   export ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1:abort_on_error=0:halt_on_error=1:external_symbolizer_path=$symbolizer
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:external_symbolizer_path=$symbolizer
@@ -78,13 +86,19 @@ fi
 
 if [[ $what == thread || $what == all ]]; then
   echo "sanitize: ThreadSanitizer, OpenMP-parallel areas (build-tsan)"
-  configure build-tsan thread -DCMAKE_CXX_COMPILER=$llvm/bin/clang++ -DTUNEKIT_BUILD_TOOLS=OFF \
+  configure build-tsan /usr/bin/clang++-14 thread -DTUNEKIT_BUILD_TOOLS=OFF \
     -DTUNEKIT_INSTALL=OFF "-DTUNEKIT_TEST_AREAS=surrogate;optimizer;kernels;stats/test_mlp"
   cmake --build build-tsan -j "$jobs" --target tunekit_tests
   export OMP_TOOL_LIBRARIES=$llvm/lib/libarcher.so
   # Two threads per parallel region even on a one-core machine, so that the parallel paths run.
   export OMP_NUM_THREADS=2
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$root/scripts/sanitizers/tsan.supp:external_symbolizer_path=$symbolizer"
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 900
+  # Left out, with the reason:
+  # - consumer.*: as above, a CMake packaging check with nothing instrumented.
+  # - the search-space tests of the CPU kernels (conv2d's ResNet-18 space, the GEMM space, where
+  #   gemm1x1 is offered): they enumerate and sample the spaces on one thread, with no OpenMP, and
+  #   take ~5 minutes under TSan; ASan+UBSan runs them.
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 900 \
+    -E '^consumer\.|^conv2d: the space of a ResNet-18 layer|^the GEMM space:|^conv2d: gemm1x1 is offered'
 fi
 echo "sanitize: no sanitizer reports"

@@ -60,7 +60,7 @@ TEST_CASE("sgemm: every micro-kernel, unroll, packing and parallel loop is exact
           p.pack_b = packing & 2;
           p.parallel = loop;
           p.unroll = unroll;
-          CAPTURE(mr);
+          CAPTURE(p.mr);  // not the structured binding: clang 14 cannot capture one in a lambda
           CAPTURE(p.nr);
           CAPTURE(unroll);
           CAPTURE(packing);

@@ -196,8 +196,15 @@ class Tuner {
   /// Records the measurement of a config (asked or not). Throws std::invalid_argument for a
   /// config that is not valid in the space or was measured before.
   const Trial& tell(const Config& c, Measurement m) {
-    if (!space_.is_valid(c))
-      throw std::invalid_argument("tell: config is not valid in the search space");
+    if (!space_.is_valid(c)) {
+      std::string why;
+      try {
+        why = space_.describe(c) + " violates the constraints";  // throws for a malformed config
+      } catch (const std::invalid_argument& e) {
+        why = e.what();
+      }
+      throw std::invalid_argument("tell: config is not valid in the search space: " + why);
+    }
     const auto idx = space_.to_index(c);
     if (history_.contains(idx))
       throw std::invalid_argument("tell: config already measured: " + space_.describe(c));

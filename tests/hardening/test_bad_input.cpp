@@ -316,6 +316,15 @@ TEST_CASE("bad input: a log from a different task or space") {
   const std::string lacks = path.string() + ":1: config lacks knob 'block'";
   CHECK_THROWS_WITH_AS((void)tunekit::resume(t2, path, "gemm_1024", nullptr),
                        doctest::Contains(lacks.c_str()), tunekit::RecordError);
+
+  // The same knobs, but the space now has a constraint the logged config violates: the error
+  // names the file, the line, the config and the constraint, not just "invalid config" later.
+  SearchSpace constrained = small_space();
+  constrained.add_constraint("tile * vec <= 2", [](const tunekit::ConfigView& v) { return v["tile"] * v["vec"] <= 2; });
+  tunekit::RandomSearchTuner t3(constrained);
+  const std::string violates = path.string() + ":2: config tile=2;vec=2 violates the space's constraints (tile * vec <= 2)";
+  CHECK_THROWS_WITH_AS((void)tunekit::resume(t3, path, "gemm_2048", nullptr), doctest::Contains(violates.c_str()),
+                       tunekit::RecordError);
 }
 
 TEST_CASE("bad input: a budget of 0") {
@@ -376,7 +385,8 @@ TEST_CASE("bad input: a config of the wrong shape, an unknown knob, a kernel of 
                        std::invalid_argument);
 
   tunekit::RandomSearchTuner t(s);
-  CHECK_THROWS_WITH_AS(t.tell(Config{0, 9}, {}), doctest::Contains("not valid in the search space"),
+  CHECK_THROWS_WITH_AS(t.tell(Config{0, 9}, {}),
+                       doctest::Contains("not valid in the search space: config value index 9 out of range for knob 'vec'"),
                        std::invalid_argument);
   SearchSpace three = small_space();
   three.add(Knob::boolean("unroll"));

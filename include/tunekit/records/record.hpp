@@ -125,6 +125,9 @@ inline Record record_from_json(const SearchSpace& space, const nlohmann::json& j
   r.task = j.at("task").get<std::string>();
   r.device = j.at("device").get<std::string>();
   r.config = config_from_json(space, j.at("config"));
+  if (!space.is_valid(r.config))
+    throw RecordError("config " + space.describe(r.config) + " violates the space's constraints (" +
+                      space.describe_constraints() + ")");
   const auto status = parse_status(j.at("status").get<std::string>());
   if (!status) throw RecordError("unknown status " + j.at("status").dump());
   Measurement& m = r.measurement;

@@ -43,37 +43,18 @@ options:
 
 int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "ablation_adatune", usage);
-  const auto kernels = ablation::kernels_option(cl);
-  const bool live = !kernels.empty();
-  ablation::ReplaySetup setup;
-  if (!live) setup.datasets = ablation::datasets_option(cl);
-  else if (!cl.texts("--dataset").empty()) cl.fail("--dataset and --kernel exclude each other");
-  setup.seeds = cl.count("--seeds", live ? 3 : 5);
-  setup.budget = cl.count("--budget", live ? 100 : 200);
-  setup.plan_size = cl.count("--plan-size", live ? 16 : 32);
-  setup.overhead_seconds = cl.real("--overhead", 1.0);
-  const std::size_t points = cl.count("--time-points", 100);
-  const std::string out_path = cl.text("--out", "ablation_adatune.csv");
+  const auto request = ablation::read_single_task_request(cl, "ablation_adatune", 5);
+  const ablation::ReplaySetup& setup = request.setup;
   cl.reject_unknown();
 
   try {
-    if (live)
-      std::printf("AdaTune ablation on live CPU kernels: %zu seeds, budget %zu, plan size %zu\n", setup.seeds,
-                  setup.budget, setup.plan_size);
-    else
-      std::printf("AdaTune ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
-                  setup.seeds, setup.budget, setup.plan_size, setup.overhead_seconds);
-    std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
-    std::fflush(stdout);
-    const auto pipelines = [](const auto& runner) { return ablation::adatune_pipelines(runner); };
-    const auto all = live ? ablation::live_study(pipelines, kernels,
-                                                 {.seeds = setup.seeds, .budget = setup.budget, .plan_size = setup.plan_size})
-                          : ablation::replay_study(pipelines, setup);
-    std::ofstream out(out_path);
-    if (!out) cl.fail("cannot write " + out_path);
-    ablation::write_score_curves(out, all, setup.budget, points);
-    ablation::print_score_tables(all, setup.budget, "xgb-sa-de", live);
-    std::printf("curves written to %s\n", out_path.c_str());
+    const auto all = ablation::run_single_task(
+        "AdaTune", [](const auto& runner) { return ablation::adatune_pipelines(runner); }, request);
+    std::ofstream out(request.out);
+    if (!out) cl.fail("cannot write " + request.out);
+    ablation::write_score_curves(out, all, setup.budget, request.time_points);
+    ablation::print_score_tables(all, setup.budget, "xgb-sa-de", request.live());
+    std::printf("curves written to %s\n", request.out.c_str());
   } catch (const std::exception& e) {
     std::cerr << "ablation_adatune: error: " << e.what() << '\n';
     return 1;

@@ -53,36 +53,17 @@ int main(int argc, char** argv) {
   std::string text = usage;
   text.replace(text.find("SEEDS"), 5, std::to_string(default_seeds));
   tunekit::cli::CommandLine cl(argc, argv, "ablation_chameleon", text);
-  const auto kernels = ablation::kernels_option(cl);
-  const bool live = !kernels.empty();
-  ablation::ReplaySetup setup;
-  if (!live) setup.datasets = ablation::datasets_option(cl);
-  else if (!cl.texts("--dataset").empty()) cl.fail("--dataset and --kernel exclude each other");
-  setup.seeds = cl.count("--seeds", live ? 3 : default_seeds);
-  setup.budget = cl.count("--budget", live ? 100 : 200);
-  setup.plan_size = cl.count("--plan-size", live ? 16 : 32);
-  setup.overhead_seconds = cl.real("--overhead", 1.0);
-  const std::size_t points = cl.count("--time-points", 100);
-  const std::string out_path = cl.text("--out", "ablation_chameleon.csv");
+  const auto request = ablation::read_single_task_request(cl, "ablation_chameleon", default_seeds);
+  const ablation::ReplaySetup& setup = request.setup;
   cl.reject_unknown();
 
   try {
-    if (live)
-      std::printf("Chameleon ablation on live CPU kernels: %zu seeds, budget %zu, plan size %zu\n", setup.seeds,
-                  setup.budget, setup.plan_size);
-    else
-      std::printf("Chameleon ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
-                  setup.seeds, setup.budget, setup.plan_size, setup.overhead_seconds);
-    std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
-    std::fflush(stdout);
-    const auto pipelines = [](const auto& runner) { return ablation::chameleon_pipelines(runner); };
-    const auto all = live ? ablation::live_study(pipelines, kernels,
-                                                 {.seeds = setup.seeds, .budget = setup.budget, .plan_size = setup.plan_size})
-                          : ablation::replay_study(pipelines, setup);
-    std::ofstream out(out_path);
-    if (!out) cl.fail("cannot write " + out_path);
-    ablation::write_score_curves(out, all, setup.budget, points);
-    ablation::print_score_tables(all, setup.budget, "sa", live);
+    const auto all = ablation::run_single_task(
+        "Chameleon", [](const auto& runner) { return ablation::chameleon_pipelines(runner); }, request);
+    std::ofstream out(request.out);
+    if (!out) cl.fail("cannot write " + request.out);
+    ablation::write_score_curves(out, all, setup.budget, request.time_points);
+    ablation::print_score_tables(all, setup.budget, "sa", request.live());
 
     // Table 2's reductions: measurements and time (simulated on replay) to SA's quality, without / with
     // adaptive sampling (median over seeds of each, then their ratio; above 1: sampling saves).
@@ -122,7 +103,7 @@ int main(int argc, char** argv) {
                   ratio(to["ppo"].first, to["ppo-as"].first).c_str(), ratio(to["ppo"].second, to["ppo-as"].second).c_str(), wall["sa"],
                   wall["ppo"], wall["sa-as"], wall["ppo-as"]);
     }
-    std::printf("curves written to %s\n", out_path.c_str());
+    std::printf("curves written to %s\n", request.out.c_str());
   } catch (const std::exception& e) {
     std::cerr << "ablation_chameleon: error: " << e.what() << '\n';
     return 1;

@@ -110,6 +110,55 @@ std::vector<PipelineRuns> live_study(Pipelines pipelines, const std::vector<std:
   return out;
 }
 
+/// What a single-task ablation program (ablation_adatune, ablation_chameleon) was asked for:
+/// a replay of `setup.datasets`, or live runs on `kernels` when any is given.
+struct SingleTaskRequest {
+  ReplaySetup setup;
+  std::vector<std::string> kernels;
+  std::size_t time_points = 100;
+  std::string out;
+  bool live() const { return !kernels.empty(); }
+};
+
+/// Reads --kernel or --dataset, --seeds, --budget, --plan-size, --overhead, --time-points and
+/// --out (default `program`.csv); seeds, budget and plan size default to `replay_seeds`, 200, 32
+/// on replay and to 3, 100, 16 live.
+inline SingleTaskRequest read_single_task_request(tunekit::cli::CommandLine& cl, const std::string& program,
+                                                  std::size_t replay_seeds) {
+  SingleTaskRequest r;
+  r.kernels = kernels_option(cl);
+  const bool live = r.live();
+  if (!live)
+    r.setup.datasets = datasets_option(cl);
+  else if (!cl.texts("--dataset").empty())
+    cl.fail("--dataset and --kernel exclude each other");
+  r.setup.seeds = cl.count("--seeds", live ? 3 : replay_seeds);
+  r.setup.budget = cl.count("--budget", live ? 100 : 200);
+  r.setup.plan_size = cl.count("--plan-size", live ? 16 : 32);
+  r.setup.overhead_seconds = cl.real("--overhead", 1.0);
+  r.time_points = cl.count("--time-points", 100);
+  r.out = cl.text("--out", program + ".csv");
+  return r;
+}
+
+/// Prints what runs and runs the study's pipelines (adatune_pipelines, chameleon_pipelines) on
+/// the datasets or live kernels of the request.
+template <class Pipelines>
+std::vector<PipelineRuns> run_single_task(const std::string& study, Pipelines pipelines, const SingleTaskRequest& r) {
+  const ReplaySetup& s = r.setup;
+  if (r.live())
+    std::printf("%s ablation on live CPU kernels: %zu seeds, budget %zu, plan size %zu\n", study.c_str(), s.seeds,
+                s.budget, s.plan_size);
+  else
+    std::printf("%s ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
+                study.c_str(), s.seeds, s.budget, s.plan_size, s.overhead_seconds);
+  std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
+  std::fflush(stdout);
+  if (r.live())
+    return live_study(pipelines, r.kernels, {.seeds = s.seeds, .budget = s.budget, .plan_size = s.plan_size});
+  return replay_study(pipelines, s);
+}
+
 inline std::vector<std::string> dataset_names(const std::vector<PipelineRuns>& all) {
   std::vector<std::string> names;
   for (const auto& p : all)

@@ -15,18 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang 14 and its runtime libraries (libFuzzer, the sanitizers), and the headers the parsers use.
-packages=(clang-14 libclang-rt-14-dev libeigen3-dev libboost-dev nlohmann-json3-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  sudo=()
-  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  echo "fuzz: installing ${missing[*]}"
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/install-deps.sh --only clang-14 libclang-rt-14-dev libeigen3-dev libboost-dev nlohmann-json3-dev
 
 cxx=${FUZZ_CXX:-clang++-14}
 out=build-fuzz
@@ -34,7 +23,8 @@ runs=${FUZZ_RUNS:-4000}
 seconds=${FUZZ_SECONDS:-}
 all_targets=(record_line log_file dataset_csv kernel_tuner_cache config_text)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
-flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+# -g1: line tables, all a report's stack trace needs (compiles faster than -g).
+flags=(-std=c++20 -O1 -g1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=all -Iinclude -isystem /usr/include/eigen3)
 mkdir -p "$out"
 

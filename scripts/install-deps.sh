@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tunekit needs to build, test and run its tools. Run as root (or
 # with sudo available). Does nothing when everything is installed already.
+#   scripts/install-deps.sh                   tunekit's packages
+#   scripts/install-deps.sh PKG...            those and PKG... (the sanitizer builds' extras)
+#   scripts/install-deps.sh --only PKG...     PKG... alone (the fuzz targets need no more)
 set -euo pipefail
+only=0
+if [[ ${1:-} == --only ]]; then only=1; shift; fi
 packages=(
   g++ make cmake ninja-build      # toolchain
   libeigen3-dev                   # Eigen: matrices for the surrogates
@@ -13,6 +18,7 @@ packages=(
   libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution
   ocl-icd-opencl-dev              # oneDNN's CMake package requires OpenCL (its GPU runtime)
 )
+if [[ $only -eq 1 ]]; then packages=("$@"); else packages+=("$@"); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -61,6 +61,24 @@ std::size_t complete_lines(const fs::path& p) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
+// The log after the run: exactly `budget` complete lines, read without a warning, every config
+// once. Returns its records.
+std::vector<tunekit::Record> read_complete_log(const fs::path& log, const tunekit::SearchSpace& space,
+                                               const std::string& task, std::size_t budget) {
+  const std::string content = slurp(log);
+  REQUIRE_FALSE(content.empty());
+  CHECK(content.back() == '\n');
+  CHECK(static_cast<std::size_t>(std::count(content.begin(), content.end(), '\n')) == budget);
+  std::ostringstream read_warn;
+  auto records = tunekit::read_records(log, space, task, &read_warn);
+  CHECK(read_warn.str().empty());
+  REQUIRE(records.size() == budget);
+  std::set<std::uint64_t> distinct;
+  for (const auto& r : records) distinct.insert(space.to_index(r.config));
+  CHECK(distinct.size() == budget);
+  return records;
+}
+
 using tunekit::test::TempDir;
 
 // Kills and reaps a child if the test leaves early.
@@ -166,17 +184,7 @@ TEST_CASE("kill and resume: a run killed mid-way resumes from its log with no co
   CHECK(tuner.history().size() == budget);
 
   // The whole log: exactly the budget, every config once, the child's records first.
-  const std::string content = slurp(log);
-  REQUIRE_FALSE(content.empty());
-  CHECK(content.back() == '\n');
-  CHECK(static_cast<std::size_t>(std::count(content.begin(), content.end(), '\n')) == budget);
-  std::ostringstream read_warn;
-  const auto records = tunekit::read_records(log, kernel.space(), task, &read_warn);
-  CHECK(read_warn.str().empty());
-  REQUIRE(records.size() == budget);
-  std::set<std::uint64_t> distinct;
-  for (const auto& r : records) distinct.insert(kernel.space().to_index(r.config));
-  CHECK(distinct.size() == budget);
+  const auto records = read_complete_log(log, kernel.space(), task, budget);
   for (std::size_t i = 0; i < lines_at_kill; ++i)
     CHECK(kernel.space().to_index(records[i].config) == child_indices[i]);
   for (std::size_t i = 0; i < budget; ++i)
@@ -349,17 +357,7 @@ void check_fault_injection(const std::string& name, MakeTuner make_tuner, std::s
   }
 
   // The log: exactly the budget, every config once, every line complete.
-  const std::string content = slurp(log);
-  REQUIRE_FALSE(content.empty());
-  CHECK(content.back() == '\n');
-  CHECK(static_cast<std::size_t>(std::count(content.begin(), content.end(), '\n')) == budget);
-  std::ostringstream read_warn;
-  const auto records = tunekit::read_records(log, kernel.space(), task, &read_warn);
-  CHECK(read_warn.str().empty());
-  REQUIRE(records.size() == budget);
-  std::set<std::uint64_t> distinct;
-  for (const auto& r : records) distinct.insert(kernel.space().to_index(r.config));
-  CHECK(distinct.size() == budget);
+  const auto records = read_complete_log(log, kernel.space(), task, budget);
 
   // An uninterrupted run with the same seed, here (after all forks): the same configs in the
   // same order with the same measurements (exactly, through JSON), and the same best.

@@ -10,6 +10,7 @@
 #include <tunekit/records/record.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/what_of.hpp"
 
 #include <doctest/doctest.h>
 
@@ -40,12 +41,7 @@ std::string content(const std::filesystem::path& p) {
 
 std::string dataset_error(const std::string& csv) {
   std::istringstream in(csv);
-  try {
-    (void)tunekit::ReplayKernel::from_stream(in, "mem.csv");
-  } catch (const tunekit::DatasetError& e) {
-    return e.what();
-  }
-  return "no error";
+  return tunekit::test::what_of<tunekit::DatasetError>([&] { (void)tunekit::ReplayKernel::from_stream(in, "mem.csv"); });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <tunekit/tuner.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/what_of.hpp"
 
 #include <doctest/doctest.h>
 
@@ -64,14 +65,7 @@ struct ToyKernel {
   }
 };
 
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
+using tunekit::test::what_of;
 
 }  // namespace
 

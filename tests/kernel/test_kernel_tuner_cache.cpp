@@ -2,6 +2,7 @@
 #include <tunekit/kernel/replay.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/what_of.hpp"
 
 #include <doctest/doctest.h>
 
@@ -47,12 +48,7 @@ tunekit::ReplayKernel from_text(const std::string& text, std::ostream* warnings 
 }
 
 std::string what_of(const std::string& text) {
-  try {
-    from_text(text);
-  } catch (const tunekit::DatasetError& e) {
-    return e.what();
-  }
-  return "no error";
+  return tunekit::test::what_of<tunekit::DatasetError>([&] { from_text(text); });
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include <tunekit/kernel/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
+#include "support/what_of.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,12 +20,7 @@ tunekit::ReplayKernel from_text(const std::string& text, tunekit::ReplayOptions 
 }
 
 std::string what_of(const std::string& text) {
-  try {
-    from_text(text);
-  } catch (const tunekit::DatasetError& e) {
-    return e.what();
-  }
-  return "no error";
+  return tunekit::test::what_of<tunekit::DatasetError>([&] { from_text(text); });
 }
 
 }  // namespace

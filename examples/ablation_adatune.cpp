@@ -30,8 +30,7 @@ options:
                        given several times                                    [all four]
   --kernel SPEC        a live kernel instead: gemm:N (SGEMM N^3) or resnet18.C1 ..
                        resnet18.C12 (conv2d); may be given several times
-  --seeds S            seeds 0 .. S-1 (the papers use 15; the forest pipelines take
-                       about 40 CPU seconds per seed and space)        [5; live: 3]
+  --seeds S            seeds 0 .. S-1 (the papers' count)              [15; live: 3]
   --budget N           configurations measured per run               [200; live: 100]
   --plan-size N        configurations per round                       [32; live: 16]
   --overhead SECONDS   simulated seconds per configuration on top of its runs [1.0]
@@ -43,7 +42,7 @@ options:
 
 int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "ablation_adatune", usage);
-  const auto request = ablation::read_single_task_request(cl, "ablation_adatune", 5);
+  const auto request = ablation::read_single_task_request(cl, "ablation_adatune");
   const ablation::ReplaySetup& setup = request.setup;
   cl.reject_unknown();
 

@@ -121,10 +121,9 @@ struct SingleTaskRequest {
 };
 
 /// Reads --kernel or --dataset, --seeds, --budget, --plan-size, --overhead, --time-points and
-/// --out (default `program`.csv); seeds, budget and plan size default to `replay_seeds`, 200, 32
-/// on replay and to 3, 100, 16 live.
-inline SingleTaskRequest read_single_task_request(tunekit::cli::CommandLine& cl, const std::string& program,
-                                                  std::size_t replay_seeds) {
+/// --out (default `program`.csv); seeds, budget and plan size default to 15 (the papers' count),
+/// 200, 32 on replay and to 3, 100, 16 live.
+inline SingleTaskRequest read_single_task_request(tunekit::cli::CommandLine& cl, const std::string& program) {
   SingleTaskRequest r;
   r.kernels = kernels_option(cl);
   const bool live = r.live();
@@ -132,7 +131,7 @@ inline SingleTaskRequest read_single_task_request(tunekit::cli::CommandLine& cl,
     r.setup.datasets = datasets_option(cl);
   else if (!cl.texts("--dataset").empty())
     cl.fail("--dataset and --kernel exclude each other");
-  r.setup.seeds = cl.count("--seeds", live ? 3 : replay_seeds);
+  r.setup.seeds = cl.count("--seeds", live ? 3 : 15);
   r.setup.budget = cl.count("--budget", live ? 100 : 200);
   r.setup.plan_size = cl.count("--plan-size", live ? 16 : 32);
   r.setup.overhead_seconds = cl.real("--overhead", 1.0);

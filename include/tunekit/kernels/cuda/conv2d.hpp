@@ -296,14 +296,9 @@ class Conv2dKernel {
 
   /// Compiles and loads the config, runs it once and verifies the output.
   RunResult prepare(const Config& c) {
-    if (RunResult r = launcher_.load(conv2d_defines(space_, c)); r.status != Status::ok) return after(r);
-    try {
-      y_.fill_bits(0x7fc00000u);
-    } catch (const DriverError& e) {
-      return after({Status::runtime_error, {}, e.what(), -1.0});
-    }
-    if (RunResult r = launch(c, 1); r.status != Status::ok) return r;
-    return verify();
+    return prepare_and_verify(
+        launcher_, conv2d_defines(space_, c), y_, [&](std::size_t runs) { return launch(c, runs); },
+        [&] { return verify(); }, [&](RunResult r) { return after(std::move(r)); });
   }
 
   RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
@@ -311,18 +306,13 @@ class Conv2dKernel {
   /// Checks the output of the last run against the reference: ok, or wrong_result naming the
   /// worst element.
   RunResult verify() {
-    try {
-      y_.download(y_host_.data());
-    } catch (const DriverError& e) {
-      return after({Status::runtime_error, {}, e.what(), -1.0});
-    }
-    const auto [worst_ratio, worst] = worst_error(
-        y_host_, [&](std::size_t i) { return reference_[i]; }, [&](std::size_t i) { return bound_[i]; });
-    if (worst_ratio <= 1.0) return {};
-    return {Status::wrong_result, {},
-            "Y[" + std::to_string(worst) + "] = " + std::to_string(y_host_[worst]) + ", reference " +
-                std::to_string(reference_[worst]) + " (error bound " + std::to_string(bound_[worst]) + ")",
-            -1.0};
+    return verify_output(
+        y_, y_host_, [&](std::size_t i) { return reference_[i]; }, [&](std::size_t i) { return bound_[i]; },
+        [&](std::size_t i) {
+          return "Y[" + std::to_string(i) + "] = " + std::to_string(y_host_[i]) + ", reference " +
+                 std::to_string(reference_[i]) + " (error bound " + std::to_string(bound_[i]) + ")";
+        },
+        [&](RunResult r) { return after(std::move(r)); });
   }
 
  private:
@@ -334,19 +324,14 @@ class Conv2dKernel {
 
   // After a fault the context is gone: reset it and re-create the buffers.
   RunResult after(RunResult r) {
-    if (launcher_.faulted()) {
-      try {
-        w_.abandon();
-        x_.abandon();
-        y_.abandon();
-        launcher_.reset();
-        setup_device();
-        r.error += " (context reset after the fault)";
-      } catch (const std::exception& e) {
-        r.error += std::string(" (context reset failed: ") + e.what() + ")";
-      }
-    }
-    return r;
+    return launcher_.recover(
+        std::move(r),
+        [&] {
+          w_.abandon();
+          x_.abandon();
+          y_.abandon();
+        },
+        [&] { setup_device(); });
   }
 
   void setup_device() {

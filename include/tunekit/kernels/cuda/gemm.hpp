@@ -230,34 +230,23 @@ class GemmKernel {
 
   /// Compiles and loads the config, runs it once and verifies C against cuBLAS.
   RunResult prepare(const Config& c) {
-    const std::vector<Define> d = gemm_defines(space_, c);
-    if (RunResult r = launcher_.load(d); r.status != Status::ok) return after(r);
-    try {
-      c_.fill_bits(0x7fc00000u);
-    } catch (const DriverError& e) {
-      return after({Status::runtime_error, {}, e.what(), -1.0});
-    }
-    if (RunResult r = launch(c, 1); r.status != Status::ok) return r;
-    return verify();
+    return prepare_and_verify(
+        launcher_, gemm_defines(space_, c), c_, [&](std::size_t runs) { return launch(c, runs); },
+        [&] { return verify(); }, [&](RunResult r) { return after(std::move(r)); });
   }
 
   RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
 
   /// Checks the C of the last run against cuBLAS's: ok, or wrong_result naming the worst element.
   RunResult verify() {
-    try {
-      c_.download(c_host_.data());
-    } catch (const DriverError& e) {
-      return after({Status::runtime_error, {}, e.what(), -1.0});
-    }
-    const auto [worst_ratio, worst] = worst_error(
-        c_host_, [&](std::size_t i) { return reference_[i]; },
-        [&](std::size_t i) { return gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6; });
-    if (worst_ratio <= 1.0) return {};
-    return {Status::wrong_result, {},
-            "C[" + std::to_string(worst / n_) + "][" + std::to_string(worst % n_) + "] = " +
-                std::to_string(c_host_[worst]) + ", cuBLAS " + std::to_string(reference_[worst]),
-            -1.0};
+    return verify_output(
+        c_, c_host_, [&](std::size_t i) { return reference_[i]; },
+        [&](std::size_t i) { return gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6; },
+        [&](std::size_t i) {
+          return "C[" + std::to_string(i / n_) + "][" + std::to_string(i % n_) + "] = " + std::to_string(c_host_[i]) +
+                 ", cuBLAS " + std::to_string(reference_[i]);
+        },
+        [&](RunResult r) { return after(std::move(r)); });
   }
 
   /// Times cuBLAS's SGEMM on the same operands, `runs` launches (for comparisons).
@@ -295,21 +284,16 @@ class GemmKernel {
 
   // After a fault the context is gone: reset it and re-create the buffers and cuBLAS.
   RunResult after(RunResult r) {
-    if (launcher_.faulted()) {
-      try {
-        if (cublas_) cublasDestroy(cublas_);
-        cublas_ = nullptr;
-        a_.abandon();
-        b_.abandon();
-        c_.abandon();
-        launcher_.reset();
-        setup_device();
-        r.error += " (context reset after the fault)";
-      } catch (const std::exception& e) {
-        r.error += std::string(" (context reset failed: ") + e.what() + ")";
-      }
-    }
-    return r;
+    return launcher_.recover(
+        std::move(r),
+        [&] {
+          if (cublas_) cublasDestroy(cublas_);
+          cublas_ = nullptr;
+          a_.abandon();
+          b_.abandon();
+          c_.abandon();
+        },
+        [&] { setup_device(); });
   }
 
   void setup_device() {

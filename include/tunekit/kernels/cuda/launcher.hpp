@@ -148,6 +148,23 @@ class Launcher {
     faulted_ = false;
   }
 
+  /// What the owner returns after a failure `r`: when it faulted (the context is gone),
+  /// `release()` drops the owner's device buffers and handles, the context is reset, and
+  /// `rebuild()` sets the device up again; r's text says how that went. Otherwise r itself.
+  template <class Release, class Rebuild>
+  RunResult recover(RunResult r, Release&& release, Rebuild&& rebuild) {
+    if (!faulted_) return r;
+    try {
+      std::forward<Release>(release)();
+      reset();
+      std::forward<Rebuild>(rebuild)();
+      r.error += " (context reset after the fault)";
+    } catch (const std::exception& e) {
+      r.error += std::string(" (context reset failed: ") + e.what() + ")";
+    }
+    return r;
+  }
+
   /// "-DA=1 -DB=2" for messages and keys.
   static std::string join(const std::vector<Define>& defines) {
     std::string s;
@@ -167,5 +184,37 @@ class Launcher {
   std::optional<EventTimer> timer_;
   bool faulted_ = false;
 };
+
+/// The `prepare` of a kernel on a Launcher: compiles and loads `defines`, fills `output` with NaN
+/// bits (so an element the kernel does not write is wrong), runs once (`launch(1)`) and returns
+/// `verify()`. `after` is the owner's fault recovery (Launcher::recover), applied to failures
+/// outside `launch`, which applies it itself.
+template <class Launch, class Verify, class After>
+RunResult prepare_and_verify(Launcher& launcher, const std::vector<Define>& defines, DeviceBuffer& output,
+                             Launch&& launch, Verify&& verify, After&& after) {
+  if (RunResult r = launcher.load(defines); r.status != Status::ok) return after(std::move(r));
+  try {
+    output.fill_bits(0x7fc00000u);
+  } catch (const DriverError& e) {
+    return after(RunResult{Status::runtime_error, {}, e.what(), -1.0});
+  }
+  if (RunResult r = launch(std::size_t{1}); r.status != Status::ok) return r;
+  return verify();
+}
+
+/// Downloads `output` into `host` and checks it against `reference(i)` within `bound(i)`
+/// (worst_error): ok, or `wrong_result` with `describe(i)` of the worst element as its text.
+template <class Reference, class Bound, class Describe, class After>
+RunResult verify_output(DeviceBuffer& output, std::vector<float>& host, Reference reference, Bound bound,
+                        Describe describe, After&& after) {
+  try {
+    output.download(host.data());
+  } catch (const DriverError& e) {
+    return after(RunResult{Status::runtime_error, {}, e.what(), -1.0});
+  }
+  const auto [worst_ratio, worst] = worst_error(host, reference, bound);
+  if (worst_ratio <= 1.0) return {};
+  return {Status::wrong_result, {}, describe(worst), -1.0};
+}
 
 }  // namespace tunekit::cuda

@@ -20,7 +20,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: tune_conv2d [options]
+const std::string usage = R"(usage: tune_conv2d [options]
 
 Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (AdaTune's
 pipeline by default), verifying every configuration against a double-precision reference, then
@@ -28,20 +28,9 @@ times the best one against oneDNN's convolution on the same shape and data.
 
 options:
   --layer I         ResNet-18 layer, 1 to 12 (TVM's list; --list shows it)   [6]
-  --budget T        configurations to measure                              [2000]
-  --seconds S       stop after S seconds of tuning (measurement + search)  [90]
   --threads P       OpenMP threads (oneDNN gets as many)                   [all cores]
   --runs R          timed runs of the final comparison (median)            [21]
-  --seed X          seed of the search and of the random data              [1]
-  --tuner NAME      adatune, rfei-csa, autotvm or random (docs/concepts.md) [adatune]
-  --plan-size N     configurations measured per round                      [32]
-  --log FILE        tuning log, one JSON line per measurement   [tune_conv2d.jsonl]
-  --curve FILE      tuning curve CSV                            [tune_conv2d_curve.csv]
-  --resume          continue a killed run from its log instead of starting a new one: with the
-                    same options and --seed it replays the logged measurements and ends as
-                    the uninterrupted run would have
   --list            print the layers and exit
-  --help            this text
 )";
 
 
@@ -125,19 +114,20 @@ class OneDnnConv {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d", usage);
+  // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
+  // abandoned (timeout).
+  const examples::TuningSetup defaults{
+      .budget = 2000,
+      .seconds = 90,
+      .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0},
+      .adaptive = {.max_runs = 100, .batch = 5, .timeout_seconds = 5.0}};
+  const std::string text = usage + examples::tuning_usage("tune_conv2d", defaults, "data", "measurement + search");
+  tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d", text);
   const std::size_t layer = cl.count("--layer", 6);
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
   const std::size_t runs = cl.count("--runs", 21);
   const bool list = cl.flag("--list");
-  // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
-  // abandoned (timeout).
-  const examples::TuningSetup setup = examples::read_setup(
-      cl, "tune_conv2d",
-      {.budget = 2000,
-       .seconds = 90,
-       .evaluator = {.warmup = 1, .repeat = 5, .min_repeat_ms = 1.0, .timeout_seconds = 5.0},
-       .adaptive = {.max_runs = 100, .batch = 5, .timeout_seconds = 5.0}});
+  const examples::TuningSetup setup = examples::read_setup(cl, "tune_conv2d", defaults);
   cl.reject_unknown();
   const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
   if (list) {

@@ -17,7 +17,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: tune_conv2d_cuda [options]
+const std::string usage = R"(usage: tune_conv2d_cuda [options]
 
 Tunes tunekit's CUDA conv2d (NCHW, fp32; direct or implicit GEMM, each configuration compiled at
 run time with NVRTC) on a ResNet-18 layer with a tuner preset, verifying every configuration
@@ -28,17 +28,6 @@ options:
   --layer NAME      resnet18.C1 ... resnet18.C12                           [resnet18.C6]
   --batch N         images per run                                         [1]
   --device D        CUDA device ordinal                                    [0]
-  --budget T        configurations to measure                              [300]
-  --seconds S       stop after S seconds of tuning (compilation included)  [300]
-  --seed X          seed of the search and of the random tensors           [1]
-  --tuner NAME      adatune, rfei-csa, autotvm, chameleon, sa-as, ppo or random [autotvm]
-  --plan-size N     configurations measured per round                      [32]
-  --log FILE        tuning log, one JSON line per measurement   [tune_conv2d_cuda.jsonl]
-  --curve FILE      tuning curve CSV                            [tune_conv2d_cuda_curve.csv]
-  --resume          continue a killed run from its log instead of starting a new one: with the
-                    same options and --seed it replays the logged measurements and ends as
-                    the uninterrupted run would have
-  --help            this text
 )";
 
 void check_cudnn(cudnnStatus_t s, const char* what) {
@@ -121,17 +110,18 @@ class CudnnConvolution {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", usage);
+  const examples::TuningSetup defaults{
+      .tuner = "autotvm",
+      .budget = 300,
+      .seconds = 300,
+      .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+      .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+  const std::string text = usage + examples::tuning_usage("tune_conv2d_cuda", defaults, "tensors", "compilation included");
+  tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", text);
   const std::string layer = cl.text("--layer", "resnet18.C6");
   const std::size_t batch = cl.count("--batch", 1);
   const int device = static_cast<int>(cl.count("--device", 0));
-  const examples::TuningSetup setup = examples::read_setup(
-      cl, "tune_conv2d_cuda",
-      {.tuner = "autotvm",
-       .budget = 300,
-       .seconds = 300,
-       .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-       .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}});
+  const examples::TuningSetup setup = examples::read_setup(cl, "tune_conv2d_cuda", defaults);
   cl.reject_unknown();
   if (batch == 0) cl.fail("--batch must be at least 1");
 

@@ -22,7 +22,7 @@ extern "C" char* openblas_get_corename();
 
 namespace {
 
-const char* const usage = R"(usage: tune_gemm [options]
+const std::string usage = R"(usage: tune_gemm [options]
 
 Tunes tunekit's OpenMP SGEMM (C = A * B, row-major fp32) on this machine with a tuner preset
 (AdaTune's pipeline by default), verifying every configuration against a double-precision
@@ -32,35 +32,25 @@ same matrices.
 options:
   --size N          M = N = K                                              [1024]
   --m M --n N --k K the three sizes separately
-  --budget T        configurations to measure                              [500]
-  --seconds S       stop after S seconds of tuning (measurement + search)  [150]
   --threads P       OpenMP threads (OpenBLAS and Eigen get as many)        [all cores]
-  --seed X          seed of the search and of the random matrices          [1]
-  --tuner NAME      adatune, rfei-csa, autotvm or random (docs/concepts.md) [adatune]
-  --plan-size N     configurations measured per round                      [32]
-  --log FILE        tuning log, one JSON line per measurement   [tune_gemm.jsonl]
-  --curve FILE      tuning curve CSV                            [tune_gemm_curve.csv]
-  --resume          continue a killed run from its log instead of starting a new one: with the
-                    same options and --seed it replays the logged measurements and ends as
-                    the uninterrupted run would have
-  --help            this text
 )";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_gemm", usage);
+  const examples::TuningSetup defaults{
+      .budget = 500,
+      .seconds = 150,
+      // Over 5 s for a measurement: a timeout.
+      .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0},
+      // One run (milliseconds here) per micro-batch.
+      .adaptive = {.max_runs = 10, .batch = 1, .timeout_seconds = 5.0}};
+  const std::string text = usage + examples::tuning_usage("tune_gemm", defaults, "matrices", "measurement + search");
+  tunekit::cli::CommandLine cl(argc, argv, "tune_gemm", text);
   const std::size_t size = cl.count("--size", 1024);
   const std::size_t m = cl.count("--m", size), n = cl.count("--n", size), k = cl.count("--k", size);
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
-  const examples::TuningSetup setup =
-      examples::read_setup(cl, "tune_gemm",
-                           {.budget = 500,
-                            .seconds = 150,
-                            // Over 5 s for a measurement: a timeout.
-                            .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 5.0},
-                            // One run (milliseconds here) per micro-batch.
-                            .adaptive = {.max_runs = 10, .batch = 1, .timeout_seconds = 5.0}});
+  const examples::TuningSetup setup = examples::read_setup(cl, "tune_gemm", defaults);
   cl.reject_unknown();
 
   try {

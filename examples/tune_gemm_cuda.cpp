@@ -12,7 +12,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: tune_gemm_cuda [options]
+const std::string usage = R"(usage: tune_gemm_cuda [options]
 
 Tunes tunekit's CUDA SGEMM (C = A * B, row-major fp32; each configuration compiled at run time
 with NVRTC) on a GPU with a tuner preset, verifying every configuration against cuBLAS, then
@@ -22,34 +22,24 @@ options:
   --size N          M = N = K                                              [2048]
   --m M --n N --k K the three sizes separately
   --device D        CUDA device ordinal                                    [0]
-  --budget T        configurations to measure                              [300]
-  --seconds S       stop after S seconds of tuning (compilation included)  [300]
-  --seed X          seed of the search and of the random matrices          [1]
-  --tuner NAME      adatune, rfei-csa, autotvm, chameleon, sa-as, ppo or random [autotvm]
-  --plan-size N     configurations measured per round                      [32]
-  --log FILE        tuning log, one JSON line per measurement   [tune_gemm_cuda.jsonl]
-  --curve FILE      tuning curve CSV                            [tune_gemm_cuda_curve.csv]
-  --resume          continue a killed run from its log instead of starting a new one: with the
-                    same options and --seed it replays the logged measurements and ends as
-                    the uninterrupted run would have
-  --help            this text
 )";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_gemm_cuda", usage);
+  const examples::TuningSetup defaults{
+      .tuner = "autotvm",
+      .budget = 300,
+      .seconds = 300,
+      .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+      .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+  const std::string text = usage + examples::tuning_usage("tune_gemm_cuda", defaults, "matrices", "compilation included");
+  tunekit::cli::CommandLine cl(argc, argv, "tune_gemm_cuda", text);
   const std::size_t size = cl.count("--size", 2048);
   const auto m = static_cast<std::int64_t>(cl.count("--m", size)), n = static_cast<std::int64_t>(cl.count("--n", size)),
              k = static_cast<std::int64_t>(cl.count("--k", size));
   const int device = static_cast<int>(cl.count("--device", 0));
-  const examples::TuningSetup setup = examples::read_setup(
-      cl, "tune_gemm_cuda",
-      {.tuner = "autotvm",
-       .budget = 300,
-       .seconds = 300,
-       .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-       .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}});
+  const examples::TuningSetup setup = examples::read_setup(cl, "tune_gemm_cuda", defaults);
   cl.reject_unknown();
 
   try {

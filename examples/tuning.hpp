@@ -40,6 +40,34 @@ struct TuningSetup {
   tunekit::AdaptiveCVParams adaptive{};
 };
 
+/// The usage lines of the options read_setup reads (and --help), with the defaults of `d` and
+/// `program`'s file names: `data` names what --seed also draws, `clock` what --seconds counts.
+inline std::string tuning_usage(const std::string& program, const TuningSetup& d, const std::string& data,
+                                const std::string& clock) {
+  std::string text;
+  auto line = [&](const std::string& option, const std::string& what, const std::string& fallback) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-17s %-54s [%s]\n", option.c_str(), what.c_str(), fallback.c_str());
+    text += buf;
+  };
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", d.seconds);
+  line("--budget T", "configurations to measure", std::to_string(d.budget));
+  line("--seconds S", "stop after S seconds of tuning (" + clock + ")", seconds);
+  line("--seed X", "seed of the search and of the random " + data, std::to_string(d.seed));
+  line("--tuner NAME", "the preset, one of (docs/concepts.md):", d.tuner);
+  text += std::string("                    ") + tuner_names + "\n";
+  line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
+  line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
+  line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
+  text +=
+      "  --resume          continue a killed run from its log instead of starting a new one: with the\n"
+      "                    same options and --seed it replays the logged measurements and ends as\n"
+      "                    the uninterrupted run would have\n"
+      "  --help            this text\n";
+  return text;
+}
+
 /// Reads the options every tuning program shares into a TuningSetup: --budget, --seconds, --seed,
 /// --tuner, --plan-size, --log and --curve (default `program`.jsonl and `program`_curve.csv),
 /// --resume; fails with a message on a bad value. Defaults, and the measurement parameters, come

@@ -9,6 +9,9 @@
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/gemm.hpp>
 #include <tunekit/kernels/cpu/resnet18.hpp>
+#include <tunekit/kernels/cpu/simd.hpp>
+
+#include <omp.h>
 
 #include <memory>
 
@@ -146,8 +149,8 @@ template <class Pipelines>
 std::vector<PipelineRuns> run_single_task(const std::string& study, Pipelines pipelines, const SingleTaskRequest& r) {
   const ReplaySetup& s = r.setup;
   if (r.live())
-    std::printf("%s ablation on live CPU kernels: %zu seeds, budget %zu, plan size %zu\n", study.c_str(), s.seeds,
-                s.budget, s.plan_size);
+    std::printf("%s ablation on live CPU kernels (%d threads, %s vectors): %zu seeds, budget %zu, plan size %zu\n",
+                study.c_str(), omp_get_max_threads(), tunekit::cpu::simd_name(), s.seeds, s.budget, s.plan_size);
   else
     std::printf("%s ablation: %zu seeds, budget %zu, plan size %zu, %.2f s simulated overhead per config\n",
                 study.c_str(), s.seeds, s.budget, s.plan_size, s.overhead_seconds);

@@ -13,6 +13,8 @@
 #include "ablation.hpp"
 #include "ablation_cli.hpp"
 
+#include <omp.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -91,9 +93,10 @@ int main(int argc, char** argv) {
 
   try {
     if (live)
-      std::printf("DynaTune ablation on live CPU conv2d: %zu operators, task tuner %s, %zu seeds, budget %zu, slots "
-                  "of %zu\n",
-                  n_tasks, tuner.c_str(), setup.seeds, setup.budget, setup.slot_trials);
+      std::printf("DynaTune ablation on live CPU conv2d (%d threads, %s vectors): %zu operators, task tuner %s, "
+                  "%zu seeds, budget %zu, slots of %zu\n",
+                  omp_get_max_threads(), tunekit::cpu::simd_name(), n_tasks, tuner.c_str(), setup.seeds, setup.budget,
+                  setup.slot_trials);
     else
       std::printf("DynaTune ablation: %zu operators, task tuner %s, %zu seeds, budget %zu, slots of %zu, %.2f s "
                   "simulated overhead per config\n",

@@ -110,12 +110,7 @@ class CudnnConvolution {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const examples::TuningSetup defaults{
-      .tuner = "autotvm",
-      .budget = 300,
-      .seconds = 300,
-      .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-      .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+  const examples::TuningSetup& defaults = examples::cuda_tuning_defaults;
   const std::string text = usage + examples::tuning_usage("tune_conv2d_cuda", defaults, "tensors", "compilation included");
   tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", text);
   const std::string layer = cl.text("--layer", "resnet18.C6");

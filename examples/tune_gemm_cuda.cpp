@@ -27,12 +27,7 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
-  const examples::TuningSetup defaults{
-      .tuner = "autotvm",
-      .budget = 300,
-      .seconds = 300,
-      .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-      .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+  const examples::TuningSetup& defaults = examples::cuda_tuning_defaults;
   const std::string text = usage + examples::tuning_usage("tune_gemm_cuda", defaults, "matrices", "compilation included");
   tunekit::cli::CommandLine cl(argc, argv, "tune_gemm_cuda", text);
   const std::size_t size = cl.count("--size", 2048);

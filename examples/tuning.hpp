@@ -40,6 +40,15 @@ struct TuningSetup {
   tunekit::AdaptiveCVParams adaptive{};
 };
 
+/// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): AutoTVM's preset,
+/// 300 configurations or 300 s; a measurement over 10 s is a timeout.
+inline const TuningSetup cuda_tuning_defaults{
+    .tuner = "autotvm",
+    .budget = 300,
+    .seconds = 300,
+    .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
+    .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+
 /// The usage lines of the options read_setup reads (and --help), with the defaults of `d` and
 /// `program`'s file names: `data` names what --seed also draws, `clock` what --seconds counts.
 inline std::string tuning_usage(const std::string& program, const TuningSetup& d, const std::string& data,

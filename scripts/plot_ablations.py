@@ -5,6 +5,10 @@ of the median (the same distribution-free order statistics as the programs print
 
 usage: scripts/plot_ablations.py [--adatune ablation_adatune.csv] [--chameleon ablation_chameleon.csv]
                                  [--dynatune ablation_dynatune.csv] [--out-dir docs/figures]
+                                 [--tag NAME] [--live]
+
+--tag NAME puts NAME into the file names (adatune_NAME_gflops_vs_trials.png, ...); --live labels
+the axes for the programs' --kernel runs (measured GFLOPS, real seconds) instead of replays.
 
 Needs python3-matplotlib (scripts/install-plot-deps.sh); the build and tests do not.
 """
@@ -65,12 +69,13 @@ def read(path):
         return list(csv.DictReader(f))
 
 
-def plot_single_task(path, out_dir, study, metric, ylabel):
+def plot_single_task(path, out_dir, study, metric, ylabel, live):
     rows = read(path)
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     pipelines = list(dict.fromkeys(r["pipeline"] for r in rows))
     files = []
-    for axis, xlabel in (("trials", "measured configurations"), ("seconds", "simulated tuning seconds")):
+    seconds = "tuning seconds (measuring + searching)" if live else "simulated tuning seconds"
+    for axis, xlabel in (("trials", "measured configurations"), ("seconds", seconds)):
         sub = [r for r in rows if r["axis"] == axis]
         c = curves(sub, ("dataset", "pipeline"), "x", metric)
         fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.4), squeeze=False)
@@ -91,7 +96,7 @@ def plot_single_task(path, out_dir, study, metric, ylabel):
     return files
 
 
-def plot_dynatune(path, out_dir):
+def plot_dynatune(path, out_dir, study, live):
     rows = [r for r in read(path) if r["objective_ms"] not in ("inf", "nan")]
     pipelines = list(dict.fromkeys(r["pipeline"] for r in read(path)))
     c = curves(rows, ("pipeline",), "seconds", "objective_ms")
@@ -100,13 +105,14 @@ def plot_dynatune(path, out_dir):
         series = {x: v for x, v in c[(p,)].items()}
         if series:
             band(ax, series, p, COLORS[i % len(COLORS)])
-    ax.set_xlabel("simulated tuning seconds (all operators)")
+    ax.set_xlabel(("measuring seconds" if live else "simulated tuning seconds") + " (all operators)")
     ax.set_ylabel("model latency: sum of operator latencies (ms)")
-    ax.set_title("schedulers on the four recorded operators")
+    ax.set_title("schedulers on ResNet-18 layers (live CPU conv2d)" if live else
+                 "schedulers on the four recorded operators")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    name = os.path.join(out_dir, "dynatune_latency_vs_seconds.png")
+    name = os.path.join(out_dir, f"{study}_latency_vs_seconds.png")
     fig.savefig(name, dpi=110)
     plt.close(fig)
     return [name]
@@ -118,15 +124,20 @@ def main():
     ap.add_argument("--chameleon")
     ap.add_argument("--dynatune")
     ap.add_argument("--out-dir", default="docs/figures")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--live", action="store_true")
     a = ap.parse_args()
+    tag = f"_{a.tag}" if a.tag else ""
     os.makedirs(a.out_dir, exist_ok=True)
     files = []
     if a.adatune:
-        files += plot_single_task(a.adatune, a.out_dir, "adatune", "gflops", "best GFLOPS (recorded)")
+        files += plot_single_task(a.adatune, a.out_dir, "adatune" + tag, "gflops",
+                                  "best GFLOPS (measured)" if a.live else "best GFLOPS (recorded)", a.live)
     if a.chameleon:
-        files += plot_single_task(a.chameleon, a.out_dir, "chameleon", "score", "score (best / optimum)")
+        files += plot_single_task(a.chameleon, a.out_dir, "chameleon" + tag, "score",
+                                  "score (best time of all runs / best)" if a.live else "score (best / optimum)", a.live)
     if a.dynatune:
-        files += plot_dynatune(a.dynatune, a.out_dir)
+        files += plot_dynatune(a.dynatune, a.out_dir, "dynatune" + tag, a.live)
     for f in files:
         print(f)
 

@@ -776,13 +776,29 @@ class Conv2dPlan {
 
   // The compact copy of the positions of block pb of image n, [channel][position - first],
   // rows block_width_ apart (packing per_thread: each thread copies what it computes).
+  // The rows read are short (a block's positions of one channel) and a plane apart from one
+  // channel to the next, too little of a stream for the hardware prefetchers: the lines of
+  // channel c + prefetch_channels are requested while channel c is copied.
   void pack_gemm_block(const float* input, std::size_t n, std::size_t pb, float* d) const {
-    const std::size_t IC = s_.in_channels, H = s_.height, W = s_.width;
+    constexpr std::size_t prefetch_channels = 2, line = 64 / sizeof(float);
+    const std::size_t IC = s_.in_channels, H = s_.height, W = s_.width, sw = s_.stride_w;
     const std::size_t pa = pb * block_width_, pe = std::min(positions_, pa + block_width_);
+    auto columns = [&](std::size_t oh) {
+      return std::pair{std::max(pa, oh * ow_) - oh * ow_, std::min(pe, (oh + 1) * ow_) - oh * ow_};
+    };
     for (std::size_t c = 0; c < IC; ++c) {
       const float* plane = input + (n * IC + c) * H * W;
+      if (c + prefetch_channels < IC) {
+        const float* ahead = plane + prefetch_channels * H * W;
+        for (std::size_t oh = pa / ow_; oh * ow_ < pe; ++oh) {
+          const auto [x0, x1] = columns(oh);
+          const float* row = ahead + oh * s_.stride_h * W;
+          for (std::size_t x = x0 * sw; x < (x1 - 1) * sw + 1; x += line) __builtin_prefetch(row + x, 0, 3);
+          __builtin_prefetch(row + (x1 - 1) * sw, 0, 3);
+        }
+      }
       for (std::size_t oh = pa / ow_; oh * ow_ < pe; ++oh) {
-        const std::size_t x0 = std::max(pa, oh * ow_) - oh * ow_, x1 = std::min(pe, (oh + 1) * ow_) - oh * ow_;
+        const auto [x0, x1] = columns(oh);
         pack_gemm_columns(plane + oh * s_.stride_h * W, x0, x1, d + c * block_width_ + oh * ow_ + x0 - pa);
       }
     }

@@ -43,7 +43,6 @@ options:
   --out FILE.csv       curves: dataset,pipeline,seed,axis,x,score,gflops      [ablation_chameleon.csv]
 )";
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -39,11 +39,12 @@ options:
   --kernel SPEC        a live operator instead: resnet18.C1 .. resnet18.C12, or resnet18
                        for all 12; several times, in task order
   --tuner NAME         each task's tuner: random (RandomSearchTuner) or autotvm
-                       (AutoTvmTuner, as DynaTune's XGB tuner; minutes)       [random]
+                       (AutoTvmTuner, as DynaTune's XGB tuner; 2 minutes)     [random]
   --seeds S            seeds 0 .. S-1                                   [15; live: 3]
   --budget N           trials of all tasks together                 [800; live: 192]
   --slot N             trials per slot                                   [16; live: 8]
-  --plan-size N        configurations per round of a task's tuner (replay)    [32]
+  --plan-size N        configurations per round of a task's tuner (replay; a slot
+                       asks for at most --slot of them)                       [32]
   --overhead SECONDS   simulated seconds per configuration on top of its runs [1.0]
   --time-points N      points of the seconds axis in the CSV                  [100]
   --out FILE.csv       curves: pipeline,seed,seconds,objective_ms             [ablation_dynatune.csv]

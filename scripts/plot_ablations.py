@@ -52,11 +52,16 @@ def curves(rows, key_fields, x_field, y_field):
 
 
 def band(ax, series, label, color):
-    xs = sorted(series)
+    """Median line and CI band; an infinite value (a run with nothing measured yet) counts in the
+    order statistics, and points whose median is infinite are not drawn (nor band ends that are)."""
+    xs = [x for x in sorted(series) if math.isfinite(median_ci(series[x])[0])]
+    if not xs:
+        return
     stats = [median_ci(series[x]) for x in xs]
+    fin = lambda v: v if math.isfinite(v) else float("nan")
     med = [s[0] for s in stats]
-    lo = [s[1] for s in stats]
-    hi = [s[2] for s in stats]
+    lo = [fin(s[1]) for s in stats]
+    hi = [fin(s[2]) for s in stats]
     ax.plot(xs, med, label=label, color=color, linewidth=1.6)
     ax.fill_between(xs, lo, hi, color=color, alpha=0.18, linewidth=0)
 
@@ -97,8 +102,8 @@ def plot_single_task(path, out_dir, study, metric, ylabel, live):
 
 
 def plot_dynatune(path, out_dir, study, live):
-    rows = [r for r in read(path) if r["objective_ms"] not in ("inf", "nan")]
-    pipelines = list(dict.fromkeys(r["pipeline"] for r in read(path)))
+    rows = [r for r in read(path) if r["objective_ms"] != "nan"]
+    pipelines = list(dict.fromkeys(r["pipeline"] for r in rows))
     c = curves(rows, ("pipeline",), "seconds", "objective_ms")
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for i, p in enumerate(pipelines):

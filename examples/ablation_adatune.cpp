@@ -11,9 +11,7 @@
 #include "ablation.hpp"
 #include "ablation_cli.hpp"
 
-#include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <vector>
 
 namespace {
 
@@ -41,22 +39,8 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "ablation_adatune", usage);
-  const auto request = ablation::read_single_task_request(cl, "ablation_adatune");
-  const ablation::ReplaySetup& setup = request.setup;
-  cl.reject_unknown();
-
-  try {
-    const auto all = ablation::run_single_task(
-        "AdaTune", [](const auto& runner) { return ablation::adatune_pipelines(runner); }, request);
-    std::ofstream out(request.out);
-    if (!out) cl.fail("cannot write " + request.out);
-    ablation::write_score_curves(out, all, setup.budget, request.time_points);
-    ablation::print_score_tables(all, setup.budget, "xgb-sa-de", request.live());
-    std::printf("curves written to %s\n", request.out.c_str());
-  } catch (const std::exception& e) {
-    std::cerr << "ablation_adatune: error: " << e.what() << '\n';
-    return 1;
-  }
-  return 0;
+  return ablation::single_task_main(
+      argc, argv, "ablation_adatune", usage, "AdaTune",
+      [](const auto& runner) { return ablation::adatune_pipelines(runner); }, "xgb-sa-de",
+      [](const std::vector<ablation::PipelineRuns>&, const ablation::SingleTaskRequest&) {});
 }

@@ -14,9 +14,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -43,64 +44,52 @@ options:
   --out FILE.csv       curves: dataset,pipeline,seed,axis,x,score,gflops      [ablation_chameleon.csv]
 )";
 
+// Table 2's reductions: measurements and time (simulated on replay) to SA's quality, without / with
+// adaptive sampling (median over seeds of each, then their ratio; above 1: sampling saves).
+void print_reductions(const std::vector<ablation::PipelineRuns>& all, const ablation::SingleTaskRequest& request) {
+  const std::size_t budget = request.setup.budget;
+  std::printf("\nreduction by adaptive sampling to SA's median final score (ratio of medians, \"-\": one never reached it; search wall s per run)\n");
+  std::printf("%-20s %-12s %-12s %-12s %-12s %s\n", "dataset", "SA meas.", "SA time", "PPO meas.", "PPO time",
+              "wall s/run sa ppo sa-as ppo-as");
+  for (const auto& name : ablation::dataset_names(all)) {
+    std::map<std::string, std::pair<double, double>> to;
+    std::map<std::string, double> wall;
+    double target = 0.0;
+    for (const auto& p : all)
+      if (p.dataset == name && p.pipeline == "sa") {
+        std::vector<double> f;
+        for (const auto& r : p.seeds) f.push_back(ablation::score_after(r, budget));
+        target = ablation::median_ci(f).median;
+      }
+    for (const auto& p : all) {
+      if (p.dataset != name) continue;
+      std::vector<double> tr, ts, w;
+      for (const auto& r : p.seeds) {
+        const auto [a, b] = ablation::first_reaching(r, target);
+        tr.push_back(a);
+        ts.push_back(b);
+        w.push_back(r.wall_seconds);
+      }
+      to[p.pipeline] = {ablation::median_ci(tr).median, ablation::median_ci(ts).median};
+      wall[p.pipeline] = ablation::median_ci(w).median;
+    }
+    auto ratio = [](double a, double b) {
+      char buf[32];
+      if (std::isinf(a) || std::isinf(b)) return std::string("-");
+      std::snprintf(buf, sizeof buf, "%.2fx", a / b);
+      return std::string(buf);
+    };
+    std::printf("%-20s %-12s %-12s %-12s %-12s %.2f %.2f %.2f %.2f\n", name.c_str(),
+                ratio(to["sa"].first, to["sa-as"].first).c_str(), ratio(to["sa"].second, to["sa-as"].second).c_str(),
+                ratio(to["ppo"].first, to["ppo-as"].first).c_str(), ratio(to["ppo"].second, to["ppo-as"].second).c_str(), wall["sa"],
+                wall["ppo"], wall["sa-as"], wall["ppo-as"]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "ablation_chameleon", usage);
-  const auto request = ablation::read_single_task_request(cl, "ablation_chameleon");
-  const ablation::ReplaySetup& setup = request.setup;
-  cl.reject_unknown();
-
-  try {
-    const auto all = ablation::run_single_task(
-        "Chameleon", [](const auto& runner) { return ablation::chameleon_pipelines(runner); }, request);
-    std::ofstream out(request.out);
-    if (!out) cl.fail("cannot write " + request.out);
-    ablation::write_score_curves(out, all, setup.budget, request.time_points);
-    ablation::print_score_tables(all, setup.budget, "sa", request.live());
-
-    // Table 2's reductions: measurements and time (simulated on replay) to SA's quality, without / with
-    // adaptive sampling (median over seeds of each, then their ratio; above 1: sampling saves).
-    std::printf("\nreduction by adaptive sampling to SA's median final score (ratio of medians, \"-\": one never reached it; search wall s per run)\n");
-    std::printf("%-20s %-12s %-12s %-12s %-12s %s\n", "dataset", "SA meas.", "SA time", "PPO meas.", "PPO time",
-                "wall s/run sa ppo sa-as ppo-as");
-    for (const auto& name : ablation::dataset_names(all)) {
-      std::map<std::string, std::pair<double, double>> to;
-      std::map<std::string, double> wall;
-      double target = 0.0;
-      for (const auto& p : all)
-        if (p.dataset == name && p.pipeline == "sa") {
-          std::vector<double> f;
-          for (const auto& r : p.seeds) f.push_back(ablation::score_after(r, setup.budget));
-          target = ablation::median_ci(f).median;
-        }
-      for (const auto& p : all) {
-        if (p.dataset != name) continue;
-        std::vector<double> tr, ts, w;
-        for (const auto& r : p.seeds) {
-          const auto [a, b] = ablation::first_reaching(r, target);
-          tr.push_back(a);
-          ts.push_back(b);
-          w.push_back(r.wall_seconds);
-        }
-        to[p.pipeline] = {ablation::median_ci(tr).median, ablation::median_ci(ts).median};
-        wall[p.pipeline] = ablation::median_ci(w).median;
-      }
-      auto ratio = [](double a, double b) {
-        char buf[32];
-        if (std::isinf(a) || std::isinf(b)) return std::string("-");
-        std::snprintf(buf, sizeof buf, "%.2fx", a / b);
-        return std::string(buf);
-      };
-      std::printf("%-20s %-12s %-12s %-12s %-12s %.2f %.2f %.2f %.2f\n", name.c_str(),
-                  ratio(to["sa"].first, to["sa-as"].first).c_str(), ratio(to["sa"].second, to["sa-as"].second).c_str(),
-                  ratio(to["ppo"].first, to["ppo-as"].first).c_str(), ratio(to["ppo"].second, to["ppo-as"].second).c_str(), wall["sa"],
-                  wall["ppo"], wall["sa-as"], wall["ppo-as"]);
-    }
-    std::printf("curves written to %s\n", request.out.c_str());
-  } catch (const std::exception& e) {
-    std::cerr << "ablation_chameleon: error: " << e.what() << '\n';
-    return 1;
-  }
-  return 0;
+  return ablation::single_task_main(
+      argc, argv, "ablation_chameleon", usage, "Chameleon",
+      [](const auto& runner) { return ablation::chameleon_pipelines(runner); }, "sa", print_reductions);
 }

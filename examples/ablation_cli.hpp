@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <ostream>
 #include <set>
 #include <string>
@@ -240,6 +242,31 @@ inline void print_score_tables(const std::vector<PipelineRuns>& all, std::size_t
                   format_ci(median_ci(ts), 1).c_str());
     }
   }
+}
+
+/// The main of a single-task ablation program: reads the request (read_single_task_request),
+/// runs `pipelines` (run_single_task), writes the curves CSV, prints the score tables against
+/// `baseline`, then `extra(all, request)` (the study's own table). Returns the exit status: 1
+/// with a message on an error.
+template <class Pipelines, class Extra>
+int single_task_main(int argc, char** argv, const std::string& program, const std::string& usage,
+                     const std::string& study, Pipelines pipelines, const std::string& baseline, Extra extra) {
+  tunekit::cli::CommandLine cl(argc, argv, program, usage);
+  const SingleTaskRequest request = read_single_task_request(cl, program);
+  cl.reject_unknown();
+  try {
+    const auto all = run_single_task(study, pipelines, request);
+    std::ofstream out(request.out);
+    if (!out) cl.fail("cannot write " + request.out);
+    write_score_curves(out, all, request.setup.budget, request.time_points);
+    print_score_tables(all, request.setup.budget, baseline, request.live());
+    extra(all, request);
+    std::printf("curves written to %s\n", request.out.c_str());
+  } catch (const std::exception& e) {
+    std::cerr << program << ": error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace ablation

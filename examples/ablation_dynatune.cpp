@@ -156,7 +156,10 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < slots.size(); ++k) slots[k].push_back(double(r.slots_per_task[s][k]));
       }
       std::string sl;
-      for (const auto& x : slots) sl += (sl.empty() ? "" : "/") + std::to_string(int(ablation::median_ci(x).median));
+      for (const auto& x : slots) {
+        if (!sl.empty()) sl += '/';
+        sl += std::to_string(int(ablation::median_ci(x).median));
+      }
       std::printf("%-18s %-26s %-26s %-26s %-24s %-24s %s\n", r.pipeline.c_str(),
                   ablation::format_ci(ablation::median_ci(v[0])).c_str(),
                   ablation::format_ci(ablation::median_ci(v[1])).c_str(),

@@ -377,6 +377,116 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
   }
 }
 
+TEST_CASE("conv2d: gemm1x1 with packing per_thread reads strided input right in every tile and loop order") {
+  // Strided 1x1 shapes whose vectors of 16 positions touch 1 to 4 input rows (output widths 28,
+  // 14, 7, 5 and 3), partial last vectors (oc_rows 16 sends them to the tail kernel), strides 3
+  // and (2, 1) / (1, 3), and stride 9 on a wide row, whose vectors need more than 4 runs of lanes
+  // (so the block copy is made by the separate copy loop). Every tile and loop order, both
+  // position-block sizes, batch 2.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 1, .height = 56, .width = 56, .in_channels = 9, .out_channels = 20, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 2, .height = 28, .width = 28, .in_channels = 17, .out_channels = 18, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 14, .width = 13, .in_channels = 33, .out_channels = 17, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 13, .width = 15, .in_channels = 6, .out_channels = 29, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 3, .stride_w = 3},
+      {.batch = 1, .height = 7, .width = 6, .in_channels = 5, .out_channels = 16, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 9, .width = 23, .in_channels = 7, .out_channels = 9, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 1},
+      {.batch = 1, .height = 5, .width = 40, .in_channels = 7, .out_channels = 9, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 1, .stride_w = 3},
+      {.batch = 1, .height = 4, .width = 200, .in_channels = 3, .out_channels = 8, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 2, .stride_w = 9},
+  };
+  using tunekit::cpu::Conv2dLoopOrder;
+  using tunekit::cpu::Conv2dParallel;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 21});
+    std::vector<double> ref, bound;
+    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    tunekit::cpu::AlignedBuffer out(shape.output_size());
+    for (int rows : tunekit::cpu::conv2d_gemm_rows)
+      for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors) {
+        if (!tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
+        for (auto order : {Conv2dLoopOrder::ic_oc_ow, Conv2dLoopOrder::ic_ow_oc, Conv2dLoopOrder::oc_ic_ow})
+          for (int ow_tiles : {1, 3}) {
+            CAPTURE(rows);
+            CAPTURE(vectors);
+            CAPTURE(static_cast<int>(order));
+            CAPTURE(ow_tiles);
+            tunekit::cpu::Conv2dParams params;
+            params.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
+            params.in_cblock = 1;
+            params.packing = tunekit::cpu::Conv2dPacking::per_thread;
+            params.oc_rows = rows;
+            params.p_vectors = vectors;
+            params.oc_tiles = 2;
+            params.ow_tiles = ow_tiles;
+            params.ic_block = 4;  // several chunks: each chunk's tiles accumulate
+            params.loop_order = order;
+            params.parallel = ow_tiles == 1 ? Conv2dParallel::oh_oc : Conv2dParallel::oc;
+            tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+            for (int run = 0; run < 2; ++run) {  // the second run reuses the buffers of the first
+              std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+              plan(k.input(), out.data());
+              double worst = 0.0;
+              for (std::size_t i = 0; i < out.size(); ++i) {
+                const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
+                worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
+              }
+              CHECK(worst <= 1.0);
+            }
+          }
+      }
+  }
+}
+
+#if defined(__AVX512F__)
+TEST_CASE("conv2d: Conv2dInputVector reads the pixels a plain gather reads, in runs of 32 floats") {
+  // Against element-by-element reads of random ascending pixel offsets (steps of 1 to 40 floats),
+  // for 1 to 16 lanes; set() fails exactly when more than max_runs runs are needed, counted here
+  // independently (a run starts at a pixel 32 floats or more past the run's first pixel).
+  tunekit::Rng rng(5);
+  std::vector<float> plane(16 * 41 + 64);
+  for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(i) + 0.5f;
+  int read = 0, refused = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int count = 1 + static_cast<int>(rng() % 16);
+    const int step_max = 1 + static_cast<int>(rng() % 40);
+    std::int32_t pixel[16];
+    std::int32_t at = static_cast<std::int32_t>(rng() % 8);
+    for (int j = 0; j < count; ++j) {
+      pixel[j] = at;
+      at += 1 + static_cast<std::int32_t>(rng() % static_cast<unsigned>(step_max));
+    }
+    int runs = 0;
+    for (int j = 0, first = 0; j < count; ++j)
+      if (j == 0 || pixel[j] >= first + 32) {
+        ++runs;
+        first = pixel[j];
+      }
+    tunekit::cpu::detail::Conv2dInputVector v;
+    const bool ok = v.set(pixel, count);
+    CHECK(ok == (runs <= tunekit::cpu::detail::Conv2dInputVector::max_runs));
+    if (!ok) {
+      ++refused;
+      continue;
+    }
+    ++read;
+    CHECK(v.runs == runs);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, v.read(plane.data()));
+    for (int j = 0; j < 16; ++j) CHECK(lanes[j] == (j < count ? plane[static_cast<std::size_t>(pixel[j])] : 0.0f));
+  }
+  CHECK(read > 500);
+  CHECK(refused > 100);
+}
+#endif
+
 TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
   auto gemm_configs = [](const Conv2dShape& shape) {
     const auto space = tunekit::cpu::conv2d_space(shape);

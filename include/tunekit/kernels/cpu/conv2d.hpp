@@ -40,8 +40,11 @@
 /// tile is computed aside and its valid part copied. With stride 1 the input is read in place
 /// (its pixels are contiguous too); with any other stride the pixels read are packed into a
 /// compact copy: with `packing` shared one [n][ic][p] copy made by all threads first, with
-/// per_thread each thread copies the positions of each block it computes, just before computing
-/// it. The weights are packed into [oc tile][ic][oc_rows] panels when the configuration is
+/// per_thread each thread copies the positions of each block it computes. With AVX-512 that copy
+/// is made by the block's first output-channel tile as it computes (detail::conv2d_gather_kernel:
+/// two masked loads and a permutation per run of lanes, see detail::Conv2dInputVector), so its
+/// loads overlap the multiply-adds; otherwise (or where a vector of positions would need more
+/// than four runs) by a copy loop just before the block. The weights are packed into [oc tile][ic][oc_rows] panels when the configuration is
 /// prepared. The register tile is ow_tile output channels x oc_vectors vectors of positions (the
 /// direct layouts' tile knobs, transposed). Blocks, chunks of input channels, loop order and
 /// parallel loop are the same knobs as for the direct layouts, over (output channels, positions
@@ -56,12 +59,17 @@
 
 #include <omp.h>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <new>
@@ -514,6 +522,117 @@ inline std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_kernels(int oc
   return table[i];
 }
 
+#if defined(__AVX512F__)
+/// How a vector of output positions of the gemm1x1 layout reads its simd_width input pixels from
+/// one input plane when the stride is not 1: as up to four runs of lanes, each run two masked
+/// vector loads (the 32 floats from `offset[r]` on; only the floats it reads, so nothing past the
+/// input) and a two-source permutation (`index[r]`) into its lanes (`lanes[r]`). A run is the
+/// lanes whose pixels lie within 32 floats of its first pixel: one per input row a vector touches
+/// for a stride of 2 (a row of an output of width 28 holds 28 positions; a vector of 16 touches at
+/// most 2 rows). Lanes past the last position are zero.
+struct Conv2dInputVector {
+  static constexpr int max_runs = 4;
+  alignas(64) std::int32_t index[max_runs][16] = {};
+  std::int32_t offset[max_runs] = {};
+  std::uint16_t lanes[max_runs] = {}, lo[max_runs] = {}, hi[max_runs] = {};
+  int runs = 0;
+
+  /// The runs of the pixels at `pixel[0..count)` (ascending offsets in a plane, count <= 16).
+  /// Returns false when they need more than max_runs runs.
+  bool set(const std::int32_t* pixel, int count) {
+    *this = Conv2dInputVector{};
+    for (int j = 0; j < count; ++j) {
+      if (runs == 0 || pixel[j] >= offset[runs - 1] + 32) {
+        if (runs == max_runs) return false;
+        offset[runs++] = pixel[j];
+      }
+      const int r = runs - 1, at = pixel[j] - offset[r];
+      index[r][j] = at;
+      lanes[r] = static_cast<std::uint16_t>(lanes[r] | (1u << j));
+      if (at < 16)
+        lo[r] = static_cast<std::uint16_t>(lo[r] | (1u << at));
+      else
+        hi[r] = static_cast<std::uint16_t>(hi[r] | (1u << (at - 16)));
+    }
+    return true;
+  }
+
+  /// The vector's pixels of the plane at `plane`.
+  __m512 read(const float* plane) const {
+    __m512 v = _mm512_setzero_ps();
+    for (int r = 0; r < runs; ++r) {
+      const float* p = plane + offset[r];
+      const __m512 a = _mm512_maskz_loadu_ps(lo[r], p), b = _mm512_maskz_loadu_ps(hi[r], p + 16);
+      v = _mm512_mask_mov_ps(v, lanes[r], _mm512_permutex2var_ps(a, _mm512_load_si512(index[r]), b));
+    }
+    return v;
+  }
+};
+
+/// The gemm1x1 micro-kernel of the first output-channel tile of a block when the input is
+/// strided: it reads its NV vectors of positions straight from the NCHW input (`in[v]`, from
+/// `src`, `src_rs` floats from one input channel to the next), stores each into the block's
+/// compact copy (`copy`, rows `copy_rs` apart) for the block's other tiles, and computes the
+/// MR x NV tile from them as micro_kernel<MR, NV, 1, true> does from a packed panel. The loads
+/// of step k + 1 do not wait for the multiply-adds of step k, so the input's cache misses overlap
+/// computation instead of stalling a separate copy loop.
+template <int MR, int NV>
+void conv2d_gather_kernel(std::size_t kc, const float* a, const float* src, std::size_t src_rs,
+                          const Conv2dInputVector* in, float* copy, std::size_t copy_rs, float* c,
+                          std::size_t ldc, bool accumulate) {
+  constexpr int W = simd_width;
+  vfloat acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = vfloat{};
+  for (std::size_t k = 0; k < kc; ++k) {
+    vfloat bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m512 g = in[v].read(src + k * src_rs);
+      _mm512_storeu_ps(copy + k * copy_rs + v * W, g);
+      std::memcpy(&bv[v], &g, sizeof g);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float ai = a[k * MR + static_cast<std::size_t>(i)];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* p = c + static_cast<std::size_t>(i) * ldc + static_cast<std::size_t>(v * W);
+      store(p, accumulate ? load(p) + acc[i][v] : acc[i][v]);
+    }
+}
+
+using Conv2dGatherKernel = void (*)(std::size_t, const float*, const float*, std::size_t, const Conv2dInputVector*,
+                                    float*, std::size_t, float*, std::size_t, bool);
+
+/// The gather kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1, like
+/// conv2d_gemm_kernels.
+inline std::array<Conv2dGatherKernel, conv2d_max_oc_vectors> conv2d_gather_kernels(int oc_rows) {
+  static constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array{[]<std::size_t... V>(std::index_sequence<V...>) {
+      constexpr int MR = conv2d_gemm_rows[I];
+      return std::array<Conv2dGatherKernel, conv2d_max_oc_vectors>{[] {
+        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
+          return &conv2d_gather_kernel<MR, static_cast<int>(V) + 1>;
+        else
+          return Conv2dGatherKernel{nullptr};
+      }()...};
+    }(std::make_index_sequence<conv2d_max_oc_vectors>())...};
+  }(std::make_index_sequence<conv2d_gemm_rows.size()>());
+  std::size_t i = 0;
+  while (conv2d_gemm_rows[i] != oc_rows) ++i;
+  return table[i];
+}
+#endif
+
 }  // namespace detail
 
 /// A configuration of the convolution made ready to run on one shape: weights packed, offset
@@ -734,6 +853,23 @@ class Conv2dPlan {
     // Per thread: the last tile of positions copied with zero padding (read in place, it would
     // run past the input when positions are no multiple of simd_width), an edge tile, the
     // accumulators of the partial vector, and the compact copy of a block's positions.
+#if defined(__AVX512F__)
+    // Copies per block: each block's first output-channel tile gathers its input vectors straight
+    // from the input and leaves them in the copy (detail::conv2d_gather_kernel). Lane offsets of
+    // every vector of positions of an image, from the image's plane of input channel 0.
+    if (per_block_) {
+      gather_ = true;
+      input_vectors_.resize(ppad_ / simd_width);
+      for (std::size_t q = 0; q < input_vectors_.size(); ++q) {
+        std::int32_t pixel[simd_width];
+        const std::size_t p0 = q * simd_width, count = std::min<std::size_t>(simd_width, positions_ - p0);
+        for (std::size_t j = 0; j < count; ++j)
+          pixel[j] = static_cast<std::int32_t>(((p0 + j) / ow_) * s_.stride_h * s_.width + ((p0 + j) % ow_) * s_.stride_w);
+        gather_ = gather_ && input_vectors_[q].set(pixel, static_cast<int>(count));
+      }
+      if (gather_) gather_kernels_ = detail::conv2d_gather_kernels(p_.oc_rows);
+    }
+#endif
     block_copy_at_ = (IC * nr_ + mr_ * nr_ + mr_ * simd_width + 15) / 16 * 16;
     per_thread_ = block_copy_at_ + (per_block_ ? IC * block_width_ : 0);
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
@@ -828,11 +964,15 @@ class Conv2dPlan {
           gemm_block(in + n * s_.in_channels * row_stride, row_stride, 0, output, scratch, n, cb, pb);
           return;
         }
+        const float* fill_from = nullptr;  // the image the block's first tile gathers its copy from
         if (copied != n * ow_blocks_ + pb) {
-          pack_gemm_block(input, n, pb, block_copy);
+          if (!gather_)
+            pack_gemm_block(input, n, pb, block_copy);
+          else
+            fill_from = input + n * s_.in_channels * s_.height * s_.width;
           copied = n * ow_blocks_ + pb;
         }
-        gemm_block(block_copy, block_width_, pb * block_width_, output, scratch, n, cb, pb);
+        gemm_block(block_copy, block_width_, pb * block_width_, output, scratch, n, cb, pb, fill_from);
       };
       switch (p_.parallel) {
         case Conv2dParallel::oc: {
@@ -879,9 +1019,11 @@ class Conv2dPlan {
 
   // One block of the GEMM: output-channel block cb and position block pb of image n, over all
   // input channels in chunks of ic_block, straight into the NCHW output. `image` holds the
-  // image's input rows (channels) `row_stride` apart, from position `first` on.
+  // image's input rows (channels) `row_stride` apart, from position `first` on. With `fill_from`
+  // (the NCHW input of image n; gather_ only), `image` is the block's copy, still to be made: the
+  // block's first output-channel tile gathers it from there while it computes.
   void gemm_block(const float* image, std::size_t row_stride, std::size_t first, float* output, float* scratch,
-                  std::size_t n, std::size_t cb, std::size_t pb) const {
+                  std::size_t n, std::size_t cb, std::size_t pb, const float* fill_from = nullptr) const {
     const std::size_t IC = s_.in_channels, OC = s_.out_channels, P = positions_;
     const std::size_t ot0 = cb * oc_tiles_, ots = std::min(oc_tiles_, oc_tiles_total_ - ot0);
     const std::size_t pt0 = pb * ow_tiles_, pts = std::min(ow_tiles_, ow_tiles_total_ - pt0);
@@ -910,8 +1052,14 @@ class Conv2dPlan {
       const float* a = packed_weights_.data() + (ot * IC + c0) * mr_;
       const float* b = image + c0 * row_stride + (p0 - first);
       const bool accumulate = j > 0;
+      // With fill_from, the first tile writes the copy that b reads.
+      [[maybe_unused]] const bool fill = fill_from != nullptr && ot == ot0;
+      [[maybe_unused]] float* b_copy = fill ? scratch + block_copy_at_ + c0 * row_stride + (p0 - first) : nullptr;
       if (tail_ && cols % simd_width != 0) {  // the partial vector: positions x channel vectors
         const std::size_t whole = cols / simd_width * simd_width, r = cols - whole;
+#if defined(__AVX512F__)
+        if (fill) gather_copy(fill_from, c0, depth, p0 + whole, b_copy + whole, row_stride);
+#endif
         tail_(b + whole, offset_.data(), a, depth, 1, rest, false);
         float* c = output + (n * OC + oc0) * P + p0 + whole;
         for (std::size_t i = 0; i < rows; ++i)
@@ -926,14 +1074,20 @@ class Conv2dPlan {
         b = edge + c0 * nr_;
         b_rs = nr_;
       }
-      const detail::MicroKernel uk = gemm_kernels_[vectors - 1];
       float* c = output + (n * OC + oc0) * P + p0;
-      if (rows == mr_ && cols == vectors * simd_width) {
-        uk(depth, a, 0, b, b_rs, c, P, accumulate);
-        return;
-      }
-      // An edge tile: computed aside, its valid part added to (or written into) the output.
-      uk(depth, a, 0, b, b_rs, tile, nr_, false);
+      const bool whole_tile = rows == mr_ && cols == vectors * simd_width;
+      // An edge tile is computed aside, its valid part then added to (or written into) the output.
+      float* target = whole_tile ? c : tile;
+      const std::size_t ldc = whole_tile ? P : nr_;
+      const bool add = whole_tile && accumulate;
+#if defined(__AVX512F__)
+      if (fill)
+        gather_kernels_[vectors - 1](depth, a, fill_from + c0 * s_.height * s_.width, s_.height * s_.width,
+                                     input_vectors_.data() + p0 / simd_width, b_copy, b_rs, target, ldc, add);
+      else
+#endif
+        gemm_kernels_[vectors - 1](depth, a, 0, b, b_rs, target, ldc, add);
+      if (whole_tile) return;
       const std::size_t whole = cols / simd_width * simd_width;
       for (std::size_t i = 0; i < rows; ++i) {
         float* ci = c + i * P;
@@ -961,6 +1115,17 @@ class Conv2dPlan {
         break;
     }
   }
+
+#if defined(__AVX512F__)
+  // Gathers the vector of positions from p (a multiple of simd_width) of input channels c0 to
+  // c0 + depth of image `from` into d, rows row_stride apart (zero past the last position).
+  void gather_copy(const float* from, std::size_t c0, std::size_t depth, std::size_t p, float* d,
+                   std::size_t row_stride) const {
+    const std::size_t plane = s_.height * s_.width;
+    const detail::Conv2dInputVector& in = input_vectors_[p / simd_width];
+    for (std::size_t c = 0; c < depth; ++c) _mm512_storeu_ps(d + c * row_stride, in.read(from + (c0 + c) * plane));
+  }
+#endif
 
   static void check_offset(std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -1203,6 +1368,14 @@ class Conv2dPlan {
   // it computes (block_width_ = ow_tiles x nr positions) into its scratch at block_copy_at_.
   bool per_block_ = false;
   std::size_t block_width_ = 0, block_copy_at_ = 0;
+  // With AVX-512, the copy of a block is read by the block's first output-channel tile
+  // (gather_kernels_, by vectors - 1) as it computes, each vector of positions of an image as
+  // input_vectors_ says (where every vector takes at most Conv2dInputVector::max_runs runs).
+  bool gather_ = false;
+#if defined(__AVX512F__)
+  std::array<detail::Conv2dGatherKernel, conv2d_max_oc_vectors> gather_kernels_{};
+  std::vector<detail::Conv2dInputVector> input_vectors_;
+#endif
 };
 
 /// The search space of the convolution on one shape: layout, input channel block and packing, the

@@ -7,24 +7,29 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 using namespace tunekit;
 
-TEST_CASE("multi-task replay: the bandit and gradient schedulers reach 1.05x of the final objective first") {
+TEST_CASE("multi-task replay: the bandit reaches 1.05x of the final objective first; gradient serves the GEMMs") {
   // Tasks in file order (conv A100, conv A4000, gemm 2080 Ti, gemm 3090), weight 1, the FLOP of
   // shared/datasets/README.md; random search per task; slots of 16 trials, 800 trials in all;
   // seeds 0-8. The reference is common to all runs: the median final objective over the 36 runs
   // (the final objectives differ by luck; a run's own final would reward a scheduler that
   // stops improving early). Measured (simulated measurement seconds to 1.05x, median over seeds):
-  // sequential 646, round-robin 365, bandit 217, gradient 342, reference 21.48 ms (each run's
+  // on an Intel Xeon build sequential 646, round-robin 365, bandit 217, gradient 342, reference
+  // 21.48 ms; on an AMD EPYC (Zen 4) build, whose last bits of the bandit's curve fits differ,
+  // sequential 673, round-robin 365, bandit 324, gradient 372, reference 21.36 ms (each run's
   // spread is wide, about 70-850 s: random search finds the good configurations of these spaces
-  // by luck). Asserted: bandit and gradient below round-robin and sequential (margins: bandit 40%
-  // and gradient only 6% below round-robin; both about half of sequential or less, which reaches
-  // a finite objective only when it starts the last task). Runtime ~4 s, mostly the bandit's
-  // curve fits.
+  // by luck). Asserted: bandit below round-robin and sequential, gradient below sequential
+  // (sequential reaches a finite objective only when it starts the last task). Gradient against
+  // round-robin is within the noise (6% ahead on one machine, 2% behind on the other), so what is
+  // asserted of it is its mechanism: it moves slots to the two GEMM tasks, which carry about 90%
+  // of the objective (round-robin gives them 24 of the 50 slots). Runtime ~4 s, mostly the
+  // bandit's curve fits.
   const std::vector<std::string> names{"convolution_A100", "convolution_A4000", "gemm_RTX_2080_Ti", "gemm_RTX_3090"};
   const std::vector<double> flops{7549747200, 7549747200, 137472507904, 137472507904};
   std::vector<ReplayKernel> kernels;
@@ -55,8 +60,13 @@ TEST_CASE("multi-task replay: the bandit and gradient schedulers reach 1.05x of 
   }
   CHECK(to105["bandit"] < to105["round-robin"]);
   CHECK(to105["bandit"] < to105["sequential"]);
-  CHECK(to105["gradient"] < to105["round-robin"]);
   CHECK(to105["gradient"] < to105["sequential"]);
+  std::vector<double> gemm_slots;  // slots of the gradient runs given to tasks 2 and 3
+  for (const auto& tr : runs["gradient"])
+    gemm_slots.push_back(static_cast<double>(std::count_if(tr.slot_tasks.begin(), tr.slot_tasks.end(),
+                                                           [](std::size_t task) { return task >= 2; })));
+  MESSAGE("gradient: median slots of the two GEMM tasks: " << quantile(gemm_slots, 0.5) << " of 50");
+  CHECK(quantile(gemm_slots, 0.5) >= 35);
   // Sequential gives the tasks 13, 13, 12 and 12 of the 50 slots, in order: the objective is
   // infinite until the last task's first trial (after 38 x 16 trials; gemm_RTX_3090 has no failed
   // configuration).

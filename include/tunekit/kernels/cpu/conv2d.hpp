@@ -44,11 +44,11 @@
 /// is made by the block's first output-channel tile as it computes (detail::conv2d_gather_kernel:
 /// two masked loads and a permutation per run of lanes, see detail::Conv2dInputVector), so its
 /// loads overlap the multiply-adds; otherwise (or where a vector of positions would need more
-/// than four runs) by a copy loop just before the block. The weights are packed into [oc tile][ic][oc_rows] panels when the configuration is
-/// prepared. The register tile is ow_tile output channels x oc_vectors vectors of positions (the
-/// direct layouts' tile knobs, transposed). Blocks, chunks of input channels, loop order and
-/// parallel loop are the same knobs as for the direct layouts, over (output channels, positions
-/// of the image taken as one row).
+/// than four runs) by a copy loop just before the block. The weights are packed into
+/// [oc tile][ic][oc_rows] panels when the configuration is prepared. The register tile is
+/// ow_tile output channels x oc_vectors vectors of positions (the direct layouts' tile knobs,
+/// transposed). Blocks, chunks of input channels, loop order and parallel loop are the same knobs
+/// as for the direct layouts, over (output channels, positions of the image taken as one row).
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/kernel/status.hpp"
@@ -850,13 +850,10 @@ class Conv2dPlan {
       offset_.resize(IC);
       for (std::size_t c = 0; c < IC; ++c) offset_[c] = static_cast<std::int32_t>(c * row_stride);
     }
-    // Per thread: the last tile of positions copied with zero padding (read in place, it would
-    // run past the input when positions are no multiple of simd_width), an edge tile, the
-    // accumulators of the partial vector, and the compact copy of a block's positions.
 #if defined(__AVX512F__)
-    // Copies per block: each block's first output-channel tile gathers its input vectors straight
-    // from the input and leaves them in the copy (detail::conv2d_gather_kernel). Lane offsets of
-    // every vector of positions of an image, from the image's plane of input channel 0.
+    // Copies per block: each block's first output-channel tile reads its vectors of positions
+    // straight from the input and leaves them in the copy (detail::conv2d_gather_kernel), each
+    // vector as input_vectors_ says (pixel offsets from the image's plane of input channel 0).
     if (per_block_) {
       gather_ = true;
       input_vectors_.resize(ppad_ / simd_width);
@@ -870,6 +867,9 @@ class Conv2dPlan {
       if (gather_) gather_kernels_ = detail::conv2d_gather_kernels(p_.oc_rows);
     }
 #endif
+    // Per thread: the last tile of positions copied with zero padding (read in place, it would
+    // run past the input when positions are no multiple of simd_width), an edge tile, the
+    // accumulators of the partial vector, and the compact copy of a block's positions.
     block_copy_at_ = (IC * nr_ + mr_ * nr_ + mr_ * simd_width + 15) / 16 * 16;
     per_thread_ = block_copy_at_ + (per_block_ ? IC * block_width_ : 0);
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));

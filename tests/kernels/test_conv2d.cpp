@@ -47,6 +47,18 @@ double worst_relative_error(const Conv2dKernel& k) {
   return worst;
 }
 
+// The largest error of `out` against the reference, in units of conv2d_reference's bound per
+// element (a non-finite output counts as infinite).
+double worst_over_bound(const tunekit::cpu::AlignedBuffer& out, const std::vector<double>& ref,
+                        const std::vector<double>& bound) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
+    worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
+  }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d: Conv2dShape gives output sizes and FLOP, and validate names a bad field") {
@@ -319,12 +331,7 @@ TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full
           tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
           std::fill(out.data(), out.data() + out.size(), std::nanf(""));
           plan(k.input(), out.data());
-          double worst = 0.0;
-          for (std::size_t i = 0; i < out.size(); ++i) {
-            const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
-            worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
-          }
-          CHECK(worst <= 1.0);
+          CHECK(worst_over_bound(out, ref, bound) <= 1.0);
         }
   }
 }
@@ -433,12 +440,7 @@ TEST_CASE("conv2d: gemm1x1 with packing per_thread reads strided input right in 
             for (int run = 0; run < 2; ++run) {  // the second run reuses the buffers of the first
               std::fill(out.data(), out.data() + out.size(), std::nanf(""));
               plan(k.input(), out.data());
-              double worst = 0.0;
-              for (std::size_t i = 0; i < out.size(); ++i) {
-                const double err = std::abs(static_cast<double>(out[i]) - ref[i]);
-                worst = std::max(worst, std::isfinite(err) ? err / bound[i] : HUGE_VAL);
-              }
-              CHECK(worst <= 1.0);
+              CHECK(worst_over_bound(out, ref, bound) <= 1.0);
             }
           }
       }

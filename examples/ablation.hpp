@@ -12,8 +12,8 @@
 //   configuration any pipeline found.
 #pragma once
 
-#include <tunekit/kernel/multi_task_replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/multi_task_replay.hpp>
+#include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 

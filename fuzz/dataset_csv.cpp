@@ -1,10 +1,10 @@
-// Fuzz target: a dataset CSV (kernel/replay.hpp: ReplayKernel::from_stream).
+// Fuzz target: a dataset CSV (replay/replay_kernel.hpp: ReplayKernel::from_stream).
 // Documented error: DatasetError. Invariants of a dataset that loads: every row's config is
 // valid and answers with its recorded time; runs return recorded samples.
 
 #include "replay_invariants.hpp"
 
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,10 +1,10 @@
-// Fuzz target: a Kernel Tuner cache file (kernel/kernel_tuner_cache.hpp:
+// Fuzz target: a Kernel Tuner cache file (replay/kernel_tuner_cache.hpp:
 // from_kernel_tuner_cache_text). Documented error: DatasetError. Invariants of a cache that
 // loads: one row per entry, each row's config valid and answering with its recorded time.
 
 #include "replay_invariants.hpp"
 
-#include <tunekit/kernel/kernel_tuner_cache.hpp>
+#include <tunekit/replay/kernel_tuner_cache.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include "fuzz_support.hpp"
 
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 
 #include <cmath>
 

@@ -2,9 +2,9 @@
 // seeds and reports its search efficiency (the score of shared/datasets/PEERS.md).
 
 #include <tunekit/tunekit.hpp>
-#include <tunekit/kernel/kernel_tuner_cache.hpp>
-#include <tunekit/kernel/multi_task_replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/replay/kernel_tuner_cache.hpp>
+#include <tunekit/multi_task_replay.hpp>
+#include <tunekit/replay_score.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 
 #include "cli.hpp"

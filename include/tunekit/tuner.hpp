@@ -6,11 +6,11 @@
 #include "tunekit/acquisition/predicted_mean.hpp"
 #include "tunekit/concepts.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
-#include "tunekit/history.hpp"
+#include "tunekit/core/history.hpp"
 #include "tunekit/optimizer/random_search.hpp"
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/space/features.hpp"
-#include "tunekit/tuning_state.hpp"
+#include "tunekit/core/tuning_state.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -2,7 +2,7 @@
 #include <tunekit/acquisition/predicted_mean.hpp>
 #include <tunekit/acquisition/probability_of_improvement.hpp>
 #include <tunekit/acquisition/upper_confidence_bound.hpp>
-#include <tunekit/random.hpp>
+#include <tunekit/core/random.hpp>
 
 #include <boost/random/normal_distribution.hpp>
 #include <doctest/doctest.h>

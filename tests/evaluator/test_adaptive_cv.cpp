@@ -4,7 +4,7 @@
 // config of the four recorded datasets against a deterministic 32-run measurement.
 #include <tunekit/evaluator/adaptive_cv.hpp>
 #include <tunekit/evaluator/deterministic.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 
 #include <boost/random/lognormal_distribution.hpp>
 #include <doctest/doctest.h>

@@ -4,7 +4,7 @@
 // config, and OpenMP in the child after the parent used OpenMP.
 #include <tunekit/evaluator/adaptive_cv.hpp>
 #include <tunekit/evaluator/isolation.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/optimizer/grid_search.hpp>
 #include <tunekit/presets.hpp>
 

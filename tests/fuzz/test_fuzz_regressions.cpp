@@ -4,8 +4,8 @@
 
 #include "../../fuzz/fuzz_support.hpp"
 
-#include <tunekit/kernel/kernel_tuner_cache.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/kernel_tuner_cache.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/records/log.hpp>
 #include <tunekit/records/record.hpp>
 

@@ -3,7 +3,7 @@
 // file and line, the task), or, where the input is fine, the behaviour that it gets.
 #include <tunekit/evaluator/adaptive_cv.hpp>
 #include <tunekit/evaluator/deterministic.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/records/log.hpp>
 #include <tunekit/space/knob.hpp>

@@ -1,7 +1,7 @@
 // The multi-task replay: the four recorded datasets as four operators of one model, tuned by
 // random search per task in slots given out by the schedulers.
-#include <tunekit/kernel/multi_task_replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/multi_task_replay.hpp>
+#include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 

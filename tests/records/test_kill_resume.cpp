@@ -5,10 +5,10 @@
 // exact resume each time; it must end with every measurement logged exactly once, the same
 // configs in the same order as an uninterrupted run with the same seed, and the same best.
 #include <tunekit/callbacks/log_to_file.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/records/log.hpp>
-#include <tunekit/history.hpp>
+#include <tunekit/core/history.hpp>
 
 #include "support/temp_dir.hpp"
 

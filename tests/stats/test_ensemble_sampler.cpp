@@ -1,5 +1,5 @@
 // Goodman & Weare's stretch-move ensemble sampler against densities with known moments.
-#include <tunekit/random.hpp>
+#include <tunekit/core/random.hpp>
 #include <tunekit/stats/ensemble_sampler.hpp>
 #include <tunekit/stats/segmentation.hpp>
 

@@ -1,6 +1,6 @@
 // Levenberg-Marquardt and the curve models: each model's parameters recovered from noisy
 // synthetic data.
-#include <tunekit/random.hpp>
+#include <tunekit/core/random.hpp>
 #include <tunekit/stats/curve_models.hpp>
 #include <tunekit/stats/least_squares.hpp>
 

@@ -1,8 +1,8 @@
 #pragma once
 // Median scores on a recorded space, for the end-to-end tests of the presets.
 
-#include <tunekit/kernel/replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
+#include <tunekit/replay_score.hpp>
 
 #include <cstddef>
 #include <cstdint>

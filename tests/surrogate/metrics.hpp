@@ -1,7 +1,7 @@
 #pragma once
 // Metrics and synthetic data shared by the surrogate tests.
 
-#include <tunekit/random.hpp>
+#include <tunekit/core/random.hpp>
 
 #include <Eigen/Core>
 

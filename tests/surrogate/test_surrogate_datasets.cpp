@@ -3,7 +3,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/space/features.hpp>
 #include <tunekit/surrogate/gradient_boosted_trees.hpp>
 #include <tunekit/surrogate/random_forest.hpp>

@@ -1,8 +1,8 @@
 // Chameleon's pipeline (PPO agent + adaptive sampling over AutoTVM's boosted trees) end to end on
 // the recorded spaces of shared/datasets, against the exact score distribution of random search.
 
-#include <tunekit/kernel/replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
+#include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
 #include "support/replay_medians.hpp"

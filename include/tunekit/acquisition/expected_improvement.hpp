@@ -2,7 +2,7 @@
 /// \file
 /// ExpectedImprovement: AdaTune's acquisition (eq. 1-2) over a surrogate with uncertainty.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/acquisition.hpp"
 
 #include <boost/math/distributions/normal.hpp>
 

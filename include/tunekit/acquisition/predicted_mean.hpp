@@ -2,7 +2,7 @@
 /// \file
 /// PredictedMean: rank candidates by the model's prediction (AutoTVM).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/acquisition.hpp"
 
 namespace tunekit {
 

@@ -2,7 +2,7 @@
 /// \file
 /// ProbabilityOfImprovement: the chance that a candidate beats the best value (Kushner 1964).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/acquisition.hpp"
 
 #include <boost/math/distributions/normal.hpp>
 

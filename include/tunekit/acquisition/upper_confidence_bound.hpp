@@ -2,7 +2,7 @@
 /// \file
 /// UpperConfidenceBound: optimism in the face of uncertainty (Srinivas et al. 2010).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/acquisition.hpp"
 
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 /// \file
 /// CurveRecorder: the tuning curve (best GFLOPS over trials and time) as CSV.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/callback.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -2,7 +2,7 @@
 /// \file
 /// EarlyStopping: stop when the best has not improved for `patience` trials.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/callback.hpp"
 
 #include <cstddef>
 #include <stdexcept>

@@ -2,7 +2,7 @@
 /// \file
 /// LogToFile: append every measurement to a JSON-lines log as it happens.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/callback.hpp"
 #include "tunekit/records/log.hpp"
 
 #include <filesystem>

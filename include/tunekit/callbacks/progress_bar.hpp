@@ -2,7 +2,7 @@
 /// \file
 /// ProgressBar: trials, current and best GFLOPS, elapsed time.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/callback.hpp"
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 /// \file
 /// TimeLimit: stop after a wall-clock duration.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/callback.hpp"
 
 #include <cmath>
 #include <stdexcept>

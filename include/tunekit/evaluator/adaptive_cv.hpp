@@ -4,7 +4,7 @@
 /// lines 10-15): runs in micro-batches until the measured throughput has settled.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/core/measurement.hpp"
 #include "tunekit/evaluator/session.hpp"
 
 #include <algorithm>

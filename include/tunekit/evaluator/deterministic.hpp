@@ -4,7 +4,7 @@
 /// number / repeat / min_repeat_ms).
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/core/measurement.hpp"
 #include "tunekit/evaluator/session.hpp"
 
 #include <algorithm>

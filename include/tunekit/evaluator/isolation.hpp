@@ -9,7 +9,7 @@
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
-#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/core/measurement.hpp"
 
 #include <poll.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
 /// and AdaptiveCV differ only in how many runs they ask for.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/core/measurement.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -3,7 +3,7 @@
 /// CandidateList: the best configs a search has met, excluding visited ones (AutoTVM's heap of
 /// the model optimizer's maximums).
 
-#include "tunekit/optimizer/search_context.hpp"
+#include "tunekit/core/search_context.hpp"
 
 #include <algorithm>
 #include <cstdint>

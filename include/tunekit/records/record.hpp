@@ -9,8 +9,8 @@
 /// for categorical knobs, the list of factors for split knobs. "mean" and "std" are present for
 /// successful measurements only.
 
-#include "tunekit/evaluator/measurement.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/measurement.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <nlohmann/json.hpp>

@@ -12,7 +12,7 @@
 ///   u_k = R_k + c sqrt(ln(sum_j slots_j) / slots_k),  c = 2 (0.2 when the task's first latency
 /// was below 1 ms), epsilon-greedy or softmax over R_k.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 #include "tunekit/scheduler/curve_belief.hpp"
 
 #include <algorithm>

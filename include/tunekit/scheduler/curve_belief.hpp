@@ -18,8 +18,8 @@
 /// A segment of fewer than `min_points` points is extrapolated by its last step instead (a
 /// normal with that step as mean increment and as std).
 
-#include "tunekit/evaluator/measurement.hpp"
-#include "tunekit/random.hpp"
+#include "tunekit/core/measurement.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/stats/curve_models.hpp"
 #include "tunekit/stats/ensemble_sampler.hpp"
 #include "tunekit/stats/least_squares.hpp"

@@ -3,7 +3,7 @@
 /// FlopProportional: slots in proportion to each task's share of the network's work (DynaTune's
 /// "Linear" baseline).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 
 #include <cstddef>
 #include <span>

@@ -15,7 +15,7 @@
 /// best latency has not improved for `task_patience` slots is dropped (Ansor's per-task early
 /// stopping); a task that has not succeeded yet has gradient -infinity.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -2,7 +2,7 @@
 /// \file
 /// RandomSlots: each slot to a task drawn uniformly.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 
 #include <cstddef>
 #include <span>

@@ -2,7 +2,7 @@
 /// \file
 /// RoundRobin: the tasks in turn, one slot each.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 
 #include <cstddef>
 #include <span>

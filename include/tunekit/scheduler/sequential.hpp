@@ -2,7 +2,7 @@
 /// \file
 /// Sequential: one task after another (AutoTVM tunes a network's operators this way).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/scheduler.hpp"
 
 #include <cstddef>
 #include <limits>

@@ -3,7 +3,7 @@
 /// SearchSpace: knobs, constants and constraints; index <-> config, sampling, neighbours,
 /// enumeration.
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/space/config.hpp"
 #include "tunekit/space/constraint.hpp"
 #include "tunekit/space/knob.hpp"

@@ -6,7 +6,7 @@
 /// with probability min(1, z^(d-1) p(Y) / p(X_k)). The walkers are updated one after another,
 /// each against the current positions of the others (the serial form of the paper).
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
 

@@ -3,7 +3,7 @@
 /// k-means clustering (Lloyd's algorithm with k-means++ seeding) and the knee rule that picks k
 /// (Chameleon's adaptive sampling, Ahn et al., ICLR 2020, section 4.2).
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
 

@@ -10,7 +10,7 @@
 /// composes them (the PPO network in optimizer/policy_gradient.hpp is written this way) and hands
 /// the parameter blocks to Adam.
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
 

@@ -24,7 +24,7 @@
 ///
 /// Trees are stored as flat arrays (feature, threshold, left, right, value) in pre-order.
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
 #include <omp.h>

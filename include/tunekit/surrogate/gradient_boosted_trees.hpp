@@ -3,8 +3,8 @@
 /// GradientBoostedTrees: second-order gradient boosting of regression trees (XGBoost; Chen &
 /// Guestrin 2016) with AutoTVM's hyperparameters and training schedule (XGBoostCostModel).
 
-#include "tunekit/concepts.hpp"
-#include "tunekit/random.hpp"
+#include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
 
 #include <Eigen/Core>

@@ -3,8 +3,8 @@
 /// RandomForest: bootstrap-aggregated CART regression trees with a predictive standard
 /// deviation (AdaTune 4.2.1), by default the bias-corrected infinitesimal jackknife.
 
-#include "tunekit/concepts.hpp"
-#include "tunekit/random.hpp"
+#include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
 
 #include <Eigen/Core>

@@ -2,7 +2,7 @@
 /// \file
 /// Helpers of the bundled CPU kernels: aligned buffers, random inputs, result checks, timing.
 
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 
 #include <boost/random/uniform_real_distribution.hpp>
 

@@ -51,7 +51,7 @@
 /// as for the direct layouts, over (output channels, positions of the image taken as one row).
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/gemm.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"

@@ -10,7 +10,7 @@
 /// host's widest (tunekit/kernels/cpu/simd.hpp), so nr is a multiple of `simd_width`.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"
 #include "tunekit/space/search_space.hpp"

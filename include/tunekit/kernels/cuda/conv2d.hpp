@@ -14,7 +14,7 @@
 /// the space has no duplicate configs.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/gemm.hpp"
 #include "tunekit/kernels/cuda/launcher.hpp"

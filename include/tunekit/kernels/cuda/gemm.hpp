@@ -9,12 +9,12 @@
 /// definition (-DBM=64 ...); the problem size is compiled in too (TK_M, TK_N, TK_K).
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/launcher.hpp"
 #include "tunekit/kernels/cuda/nvrtc.hpp"
 #include "tunekit/kernels/cuda/tiled_gemm.hpp"
-#include "tunekit/random.hpp"
+#include "tunekit/core/random.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <boost/random/uniform_real_distribution.hpp>

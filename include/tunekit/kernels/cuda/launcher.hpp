@@ -3,7 +3,7 @@
 /// Compiles, loads, launches and times the configurations of one kernel source on one device:
 /// the part that the CUDA GEMM and conv2d kernels share.
 
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/nvrtc.hpp"
 

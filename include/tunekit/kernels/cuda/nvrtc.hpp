@@ -5,7 +5,7 @@
 /// compiled images that can compile the next configs ahead, on other threads, while the current
 /// one is measured.
 
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 
 #include <nvrtc.h>
 

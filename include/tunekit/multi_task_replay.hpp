@@ -5,7 +5,7 @@
 /// plus the per-config overhead, summed over tasks), which a seed reproduces on any machine;
 /// search and scheduling time are left out of it and reported separately.
 
-#include "tunekit/kernel/replay.hpp"
+#include "tunekit/replay/replay_kernel.hpp"
 #include "tunekit/multi_task_tuner.hpp"
 
 #include <chrono>

@@ -1,5 +1,5 @@
-#include <tunekit/kernel/replay.hpp>
-#include <tunekit/kernel/replay_score.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
+#include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
 #include "support/what_of.hpp"

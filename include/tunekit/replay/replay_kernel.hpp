@@ -6,8 +6,8 @@
 /// `samples`; one row per valid configuration with its mean time in ms (`inf` for a failed one)
 /// and its recorded run times in ms separated by `;`.
 
-#include "tunekit/concepts.hpp"
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/concepts/kernel.hpp"
+#include "tunekit/core/status.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 /// \file
 /// TuningState: what callbacks see of a running tuning loop.
 
-#include "tunekit/history.hpp"
+#include "tunekit/core/history.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <cstddef>

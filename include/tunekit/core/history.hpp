@@ -2,7 +2,7 @@
 /// \file
 /// Trial and History: what a tuning run has measured so far.
 
-#include "tunekit/evaluator/measurement.hpp"
+#include "tunekit/core/measurement.hpp"
 #include "tunekit/space/config.hpp"
 
 #include <cstdint>

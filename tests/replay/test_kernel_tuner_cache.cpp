@@ -1,5 +1,5 @@
-#include <tunekit/kernel/kernel_tuner_cache.hpp>
-#include <tunekit/kernel/replay.hpp>
+#include <tunekit/replay/kernel_tuner_cache.hpp>
+#include <tunekit/replay/replay_kernel.hpp>
 
 #include "support/temp_dir.hpp"
 #include "support/what_of.hpp"

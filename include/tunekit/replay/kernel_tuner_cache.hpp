@@ -28,7 +28,7 @@
 /// per-entry fields (compile_time, GFLOP/s, ...) are not used. Python's NaN, Infinity and
 /// -Infinity (not JSON; Kernel Tuner's json.dumps writes them for non-finite floats) read as null.
 
-#include "tunekit/kernel/replay.hpp"
+#include "tunekit/replay/replay_kernel.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 /// \file
 /// SearchContext: what an optimizer sees when it proposes the next configs.
 
-#include "tunekit/history.hpp"
+#include "tunekit/core/history.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <Eigen/Core>

@@ -6,7 +6,7 @@
 /// best after B measured configs (chosen by its own noisy measurements); 0 before any success.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/kernel/replay.hpp"
+#include "tunekit/replay/replay_kernel.hpp"
 #include "tunekit/tuner.hpp"
 
 #include <algorithm>

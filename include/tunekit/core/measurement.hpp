@@ -2,7 +2,7 @@
 /// \file
 /// Measurement: what an evaluator returns for one configuration.
 
-#include "tunekit/kernel/status.hpp"
+#include "tunekit/core/status.hpp"
 
 #include <cmath>
 #include <limits>

@@ -23,11 +23,11 @@ namespace tunekit {
 
 /// One multi-task run replayed on recorded datasets.
 struct MultiTaskTrace {
-  std::vector<ObjectivePoint> objective;
+  std::vector<ObjectivePoint> objective{};
   /// The task of each slot.
-  std::vector<std::size_t> slot_tasks;
+  std::vector<std::size_t> slot_tasks{};
   /// Each task's best latency in seconds at the end.
-  std::vector<double> best_latency;
+  std::vector<double> best_latency{};
   /// The wall-clock seconds of the run, and the part the scheduler took.
   double wall_seconds = 0.0;
   double scheduler_seconds = 0.0;

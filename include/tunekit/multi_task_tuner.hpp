@@ -49,14 +49,14 @@ struct MultiTaskOptions {
 /// One task of a MultiTaskTuner; fill with designated initialisers.
 struct TaskOptions {
   /// Task name (records), device name (records).
-  std::string name;
-  std::string device;
+  std::string name{};
+  std::string device{};
   /// How often the operator appears in the network.
   double weight = 1.0;
   /// FLOP per run (0: unknown).
   double flop = 0.0;
   /// Operator kind for Ansor's similarity groups ("" for none).
-  std::string tag;
+  std::string tag{};
   /// The device's peak FLOP/s for DynaTune's normalisation (0: unknown).
   double peak_flops = 0.0;
 

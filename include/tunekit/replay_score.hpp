@@ -21,17 +21,17 @@ namespace tunekit {
 
 /// One tuning run replayed on a dataset: the history and the score after each trial.
 struct ReplayTrace {
-  std::vector<Trial> trials;
+  std::vector<Trial> trials{};
   /// score after trial t is score[t - 1].
-  std::vector<double> score;
+  std::vector<double> score{};
   double wall_seconds = 0.0;
 };
 
 namespace detail {
 /// Callback that records the score after each trial.
 struct ScoreRecorder {
-  const ReplayKernel* kernel;
-  std::vector<double>* score;
+  const ReplayKernel* kernel{};
+  std::vector<double>* score{};
   void on_measured(const TuningState& s, const Trial&) {
     const Trial* b = s.history.best();
     score->push_back(b ? kernel->optimum_ms() / kernel->recorded_ms(b->config) : 0.0);

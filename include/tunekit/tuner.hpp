@@ -47,8 +47,8 @@ struct TunerOptions {
   std::size_t plan_size = 64;
   /// Task and device names for records; `tune` takes them from the kernel's name() and
   /// device() when these are empty.
-  std::string task;
-  std::string device;
+  std::string task{};
+  std::string device{};
   /// FLOP per run, for throughput; `tune` takes it from the kernel. 0: unknown (throughput is
   /// then runs per second).
   double flop = 0.0;
@@ -77,7 +77,7 @@ inline constexpr const char* to_string(StopReason r) noexcept {
 /// What `tune` returns; the full history stays in the tuner.
 struct TuneResult {
   /// The best successful trial, if any.
-  std::optional<Trial> best;
+  std::optional<Trial> best{};
   std::size_t trials = 0;
   StopReason reason = StopReason::trial_budget;
 };

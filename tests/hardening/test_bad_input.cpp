@@ -297,11 +297,18 @@ TEST_CASE("bad input: a log from a different task or space") {
   const std::string msg = what_of([&] { (void)tunekit::resume(t, path, "conv2d_7x7", nullptr); });
   CHECK(msg.find("log '" + path.string() + "' holds no records of task 'conv2d_7x7'") !=
         std::string::npos);
-  CHECK(msg.find("(it has: gemm_1024, gemm_2048)") != std::string::npos);
+  CHECK(msg.find("(it has: 'gemm_1024', 'gemm_2048')") != std::string::npos);
   CHECK_THROWS_AS((void)tunekit::resume(t, path, "conv2d_7x7", nullptr), tunekit::RecordError);
   CHECK(t.history().size() == 0);
   // The right task resumes its one record.
   CHECK(tunekit::resume(t, path, "gemm_2048", nullptr) == 1);
+  // A kernel without name() logs records with an empty task: the message quotes it and says why.
+  const auto unnamed = dir.path / "unnamed.jsonl";
+  write_record(unnamed, s, "", {0, 1});
+  tunekit::RandomSearchTuner u(s);
+  const std::string why = what_of([&] { (void)tunekit::resume(u, unnamed, "my_kernel", nullptr); });
+  CHECK(why.find("(it has: '')") != std::string::npos);
+  CHECK(why.find("kernel without name()") != std::string::npos);
 
   // The same task name on another space: the record's config names a knob the space lacks.
   SearchSpace other;

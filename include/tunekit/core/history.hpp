@@ -16,10 +16,10 @@ namespace tunekit {
 
 /// One measured configuration.
 struct Trial {
-  Config config;
+  Config config{};
   /// The config's flat index in its space.
   std::uint64_t index = 0;
-  Measurement measurement;
+  Measurement measurement{};
   /// The tuning clock when the measurement was taken in: measurement costs (simulated for
   /// replay) plus the time spent searching, since the run began.
   double tuning_seconds = 0.0;

@@ -8,7 +8,9 @@
 #include <limits>
 #include <numeric>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tunekit {
@@ -17,7 +19,7 @@ namespace tunekit {
 struct Measurement {
   Status status = Status::ok;
   /// Seconds of each timed run (each repeat, for an evaluator that averages `number` runs).
-  std::vector<double> samples;
+  std::vector<double> samples{};
   /// Mean and standard deviation (sample, n - 1) of the samples the evaluator kept, in seconds;
   /// infinity for a failure.
   double mean = std::numeric_limits<double>::infinity();
@@ -25,7 +27,7 @@ struct Measurement {
   /// Seconds spent measuring this configuration, preparation included (simulated for replay).
   double cost = 0.0;
   /// Why it failed.
-  std::string error;
+  std::string error{};
 
   bool ok() const noexcept { return status == Status::ok; }
 
@@ -33,6 +35,15 @@ struct Measurement {
   double throughput(double flop) const noexcept {
     return ok() && mean > 0 ? flop / mean : 0.0;
   }
+
+  /// A successful measurement from the seconds of its timed runs, for a loop that measures by
+  /// itself (ask/tell): mean and std (n - 1) of the samples; `cost` is the seconds the
+  /// measurement took (default: the samples' sum). Throws std::invalid_argument for no samples,
+  /// or a sample or cost that is not finite and positive (>= 0 for the cost).
+  static Measurement from_samples(std::vector<double> samples, double cost = -1.0);
+
+  /// A failed measurement (any status but ok) with its error text and the seconds it cost.
+  static Measurement failure(Status status, std::string error, double cost = 0.0);
 };
 
 namespace stats {
@@ -52,4 +63,32 @@ inline double stddev(std::span<const double> x) {
 }
 
 }  // namespace stats
+
+inline Measurement Measurement::from_samples(std::vector<double> samples, double cost) {
+  if (samples.empty()) throw std::invalid_argument("Measurement::from_samples: no samples");
+  for (double x : samples)
+    if (!(x > 0) || !std::isfinite(x))
+      throw std::invalid_argument("Measurement::from_samples: a run time is not finite and positive (" +
+                                  std::to_string(x) + " s)");
+  if (cost < 0) cost = std::accumulate(samples.begin(), samples.end(), 0.0);
+  if (!std::isfinite(cost)) throw std::invalid_argument("Measurement::from_samples: cost is not finite");
+  Measurement m;
+  m.mean = stats::mean(samples);
+  m.std = stats::stddev(samples);
+  m.cost = cost;
+  m.samples = std::move(samples);
+  return m;
+}
+
+inline Measurement Measurement::failure(Status status, std::string error, double cost) {
+  if (status == Status::ok) throw std::invalid_argument("Measurement::failure: status is ok");
+  if (!(cost >= 0) || !std::isfinite(cost))
+    throw std::invalid_argument("Measurement::failure: cost must be finite and >= 0");
+  Measurement m;
+  m.status = status;
+  m.error = std::move(error);
+  m.cost = cost;
+  return m;
+}
+
 }  // namespace tunekit

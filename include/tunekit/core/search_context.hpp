@@ -17,7 +17,7 @@ namespace tunekit {
 
 /// A config an optimizer found, with its flat index and its acquisition score.
 struct Candidate {
-  Config config;
+  Config config{};
   std::uint64_t index = 0;
   double score = 0.0;
 };

@@ -45,9 +45,9 @@ inline std::optional<Status> parse_status(std::string_view s) noexcept {
 struct RunResult {
   Status status = Status::ok;
   /// Seconds per run (empty for a preparation or a failure).
-  std::vector<double> seconds;
+  std::vector<double> seconds{};
   /// Why it failed, for a status other than ok.
-  std::string error;
+  std::string error{};
   /// The cost in seconds that this request stands for when the kernel simulates time (replay);
   /// negative: the evaluator counts the wall-clock time instead.
   double simulated_cost = -1.0;

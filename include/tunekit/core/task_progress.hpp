@@ -15,13 +15,13 @@ struct TaskProgress {
   double flop = 0.0;
   /// The operator's kind ("conv2d", "dense", ...): tasks of one tag and a similar FLOP count
   /// form Ansor's similarity groups. Empty: no group.
-  std::string tag;
+  std::string tag{};
   /// The device's peak FLOP per second (DynaTune normalises throughput by it); 0: unknown.
   double peak_flops = 0.0;
   /// Slots given so far, and the task's best latency in seconds after each of them (infinity
   /// until a config succeeded).
   std::size_t slots = 0;
-  std::vector<double> best_latency;
+  std::vector<double> best_latency{};
   /// The task can take no more slots (its search space is exhausted).
   bool finished = false;
 };

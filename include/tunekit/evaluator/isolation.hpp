@@ -265,9 +265,9 @@ class Isolated {
       try {
         m = inner_.measure(kernel, c, rng);
       } catch (const std::exception& e) {
-        m = Measurement{.status = Status::runtime_error, .error = e.what()};
+        m = Measurement::failure(Status::runtime_error, e.what());
       } catch (...) {
-        m = Measurement{.status = Status::runtime_error, .error = "unknown exception"};
+        m = Measurement::failure(Status::runtime_error, "unknown exception");
       }
     };
     try {

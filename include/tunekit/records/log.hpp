@@ -149,9 +149,10 @@ inline std::vector<Record> records_to_resume(const std::filesystem::path& path, 
     const auto tasks = log_tasks(path);
     if (!tasks.empty()) {
       std::string names;
-      for (const auto& t : tasks) names += (names.empty() ? "" : ", ") + t;
+      for (const auto& t : tasks) names += (names.empty() ? "'" : ", '") + t + "'";
       throw RecordError("log '" + path.string() + "' holds no records of task '" + task +
-                        "' (it has: " + names + ")");
+                        "' (it has: " + names + ")" +
+                        (tasks.contains("") ? "; records without a task name come from a kernel without name()" : ""));
     }
   }
   return records;

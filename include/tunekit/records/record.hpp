@@ -31,11 +31,11 @@ struct RecordError : std::runtime_error {
 
 /// One measurement as stored in a log.
 struct Record {
-  std::string task;
-  std::string device;
-  Config config;
-  Measurement measurement;
-  std::string timestamp;
+  std::string task{};
+  std::string device{};
+  Config config{};
+  Measurement measurement{};
+  std::string timestamp{};
 };
 
 /// The current UTC time as ISO 8601 with milliseconds.

@@ -36,7 +36,7 @@ struct ReplayOptions {
   /// FLOP per run (for GFLOPS); 0 when unknown.
   double flop = 0.0;
   /// Task name for records; the file's stem when empty.
-  std::string name;
+  std::string name{};
 
   void validate() const {
     if (!(overhead_seconds >= 0) || !std::isfinite(overhead_seconds))
@@ -54,11 +54,11 @@ struct DatasetError : std::runtime_error {
 /// One recorded configuration of a dataset (ReplayKernel::from_rows).
 struct ReplayRow {
   /// The parameters' values, in the order of the parameter names.
-  std::vector<std::int64_t> values;
+  std::vector<std::int64_t> values{};
   /// Mean time in ms; infinity for a configuration that failed.
   double time_ms = 0.0;
   /// The recorded run times in ms; empty for a failed configuration.
-  std::vector<double> samples_ms;
+  std::vector<double> samples_ms{};
 };
 
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
@@ -156,9 +156,9 @@ class ReplayKernel {
 
  private:
   struct Row {
-    std::uint64_t index;
-    double time_ms;
-    std::vector<double> samples;  // ms; empty for a failed row
+    std::uint64_t index{};
+    double time_ms{};
+    std::vector<double> samples{};  // ms; empty for a failed row
   };
 
   ReplayKernel() = default;

@@ -68,9 +68,9 @@ struct CurvePrediction {
   double mean = 0.0;
   double std = 0.0;
   /// The curve model used ("last_step" for the extrapolation of the last step).
-  std::string_view model;
+  std::string_view model{};
   /// The predictive samples.
-  std::vector<double> samples;
+  std::vector<double> samples{};
 };
 
 /// Predicts the normalised best-so-far throughput after the next slot from its values after each

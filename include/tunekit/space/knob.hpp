@@ -257,8 +257,8 @@ class Knob {
 
 /// A named constant parameter: visible to constraints and kernels, no search dimension.
 struct Constant {
-  std::string name;
-  std::int64_t value;
+  std::string name{};
+  std::int64_t value{};
 };
 
 }  // namespace tunekit

@@ -239,8 +239,8 @@ class SearchSpace {
 
  private:
   struct ValidCache {
-    std::once_flag once;
-    std::vector<std::uint64_t> valid;
+    std::once_flag once{};
+    std::vector<std::uint64_t> valid{};
   };
 
   bool satisfies(const Config& c, std::uint64_t flat) const {

@@ -23,10 +23,10 @@ namespace tunekit::stats {
 
 /// One parametric curve family.
 struct CurveModel {
-  std::string_view name;
+  std::string_view name{};
   /// The formula, for documentation and messages.
-  std::string_view formula;
-  std::size_t parameters;
+  std::string_view formula{};
+  std::size_t parameters{};
   /// f(x; theta); theta has `parameters` entries.
   double (*value)(const Eigen::VectorXd& theta, double x);
   /// A starting point for least squares from data points (x ascending, y), at least one.

@@ -38,9 +38,9 @@ struct EnsembleSamplerParams {
 
 /// The draws after burn-in: row s * walkers + k is walker k after step burn_in + s.
 struct EnsembleSamples {
-  Eigen::MatrixXd samples;
+  Eigen::MatrixXd samples{};
   /// log p of each row of samples.
-  Eigen::VectorXd log_prob;
+  Eigen::VectorXd log_prob{};
   /// Accepted proposals / all proposals, burn-in included.
   double acceptance_fraction = 0.0;
 };

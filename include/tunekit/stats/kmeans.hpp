@@ -42,9 +42,9 @@ struct KMeansParams {
 /// A clustering of n points into k clusters.
 struct KMeansResult {
   /// k x dims, one centroid per row.
-  Eigen::MatrixXd centroids;
+  Eigen::MatrixXd centroids{};
   /// The cluster of each point.
-  std::vector<std::size_t> assignment;
+  std::vector<std::size_t> assignment{};
   /// Sum over the points of the squared Euclidean distance to their centroid (the inertia).
   double loss = 0.0;
   /// Lloyd iterations run.

@@ -46,7 +46,7 @@ struct LevenbergMarquardtParams {
 
 /// What levenberg_marquardt returns.
 struct LeastSquaresResult {
-  Eigen::VectorXd parameters;
+  Eigen::VectorXd parameters{};
   /// S at `parameters` (infinity when no finite value was ever found).
   double sum_of_squares = std::numeric_limits<double>::infinity();
   std::size_t iterations = 0;

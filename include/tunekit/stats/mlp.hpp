@@ -34,8 +34,8 @@ namespace tunekit {
 
 /// A parameter array and its gradient, as flat views (the memory belongs to a layer).
 struct ParameterBlock {
-  std::span<double> value;
-  std::span<const double> gradient;
+  std::span<double> value{};
+  std::span<const double> gradient{};
 };
 
 /// A fully connected layer y = W x + b, applied to every column of a batch.

@@ -594,3 +594,30 @@ TEST_CASE("parse() reads what describe() writes, and names what it cannot read")
   CHECK_THROWS_WITH_AS(s.parse("y=1"), doctest::Contains("no knob named 'y'"), std::out_of_range);
   CHECK_THROWS_WITH_AS(s.parse("x"), doctest::Contains("not name=value"), std::invalid_argument);
 }
+
+TEST_CASE("difference() names the first way two spaces differ, and nothing for the same space") {
+  auto make = [](std::int64_t max_tile, const char* constraint) {
+    SearchSpace s;
+    s.add(Knob::power_of_two("tile", 1, max_tile)).add(Knob::categorical("order", {"ij", "ji"}));
+    s.add_constant("vec", 8);
+    s.add_constraint(constraint, [](const ConfigView& c) { return c["tile"] >= 1; });
+    return s;
+  };
+  const SearchSpace a = make(64, "tile >= 1");
+  CHECK(a.difference(make(64, "tile >= 1")).empty());
+  CHECK(a.difference(make(128, "tile >= 1")) ==
+        "knob 'tile' has values {1,2,4,8,16,32,64} against {1,2,4,8,16,32,64,128}");
+  CHECK(a.difference(make(64, "tile >= 2")) == "constraints 'tile >= 1' against 'tile >= 2'");
+  SearchSpace renamed;
+  renamed.add(Knob::power_of_two("tile_m", 1, 64)).add(Knob::categorical("order", {"ij", "ji"}));
+  CHECK(a.difference(renamed) == "knob 0 is 'tile' against 'tile_m'");
+  SearchSpace fewer;
+  fewer.add(Knob::power_of_two("tile", 1, 64));
+  CHECK(a.difference(fewer) == "2 knobs against 1");
+  SearchSpace other_constant = make(64, "tile >= 1");
+  CHECK(a.difference(other_constant).empty());
+  SearchSpace relabelled;
+  relabelled.add(Knob::power_of_two("tile", 1, 64)).add(Knob::categorical("order", {"ji", "ij"}));
+  relabelled.add_constant("vec", 8);
+  CHECK(a.difference(relabelled) == "knob 'order' has values {ij,ji} against {ji,ij}");
+}

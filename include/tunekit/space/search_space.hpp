@@ -228,6 +228,34 @@ class SearchSpace {
     return c;
   }
 
+  /// How `other` differs from this space, in words naming the first difference (a knob's name,
+  /// kind or values, a constant, a constraint's description); empty when they are the same space.
+  /// Constraints are compared by their descriptions (their predicates cannot be compared).
+  std::string difference(const SearchSpace& other) const {
+    auto values_of = [](const Knob& k) {
+      std::string s;
+      for (std::size_t i = 0; i < k.size(); ++i) s += (i ? "," : "") + k.to_string(i);
+      return s;
+    };
+    if (knobs_.size() != other.knobs_.size())
+      return std::to_string(knobs_.size()) + " knobs against " + std::to_string(other.knobs_.size());
+    for (std::size_t i = 0; i < knobs_.size(); ++i) {
+      const Knob &a = knobs_[i], &b = other.knobs_[i];
+      if (a.name() != b.name()) return "knob " + std::to_string(i) + " is '" + a.name() + "' against '" + b.name() + "'";
+      if (a.kind() != b.kind() || a.size() != b.size() || values_of(a) != values_of(b))
+        return "knob '" + a.name() + "' has values {" + values_of(a) + "} against {" + values_of(b) + "}";
+    }
+    if (constants_.size() != other.constants_.size())
+      return std::to_string(constants_.size()) + " constants against " + std::to_string(other.constants_.size());
+    for (std::size_t i = 0; i < constants_.size(); ++i)
+      if (constants_[i].name != other.constants_[i].name || constants_[i].value != other.constants_[i].value)
+        return "constant " + constants_[i].name + "=" + std::to_string(constants_[i].value) + " against " +
+               other.constants_[i].name + "=" + std::to_string(other.constants_[i].value);
+    if (describe_constraints() != other.describe_constraints())
+      return "constraints '" + describe_constraints() + "' against '" + other.describe_constraints() + "'";
+    return {};
+  }
+
   /// The constraints' descriptions joined with "; ".
   std::string describe_constraints() const {
     if (constraints_.empty()) return "(no constraints)";

@@ -234,7 +234,10 @@ class SearchSpace {
   std::string difference(const SearchSpace& other) const {
     auto values_of = [](const Knob& k) {
       std::string s;
-      for (std::size_t i = 0; i < k.size(); ++i) s += (i ? "," : "") + k.to_string(i);
+      for (std::size_t i = 0; i < k.size(); ++i) {
+        if (i) s += ',';
+        s += k.to_string(i);
+      }
       return s;
     };
     if (knobs_.size() != other.knobs_.size())

@@ -1512,7 +1512,7 @@ struct Conv2dOptions {
   std::uint64_t seed = 1;
   /// Task name for records; "conv2d_" + the shape's to_string() when empty.
   std::string name;
-  /// Test hook: when set, called with the NCHW output after every computation of the kernel (a
+  /// Test hook: when set, called with the NCHW output after every run of the kernel (a
   /// deliberately perturbed output path, to prove that the verification reports wrong_result).
   std::function<void(std::span<float>)> output_fault;
 
@@ -1524,15 +1524,18 @@ struct Conv2dOptions {
 /// The convolution of one shape as a tunable kernel, on a random input and random weights.
 ///
 /// `prepare(config)` packs the weights for the configuration (not timed, like inference with
-/// pre-packed weights), then computes the convolution once and verifies every output element
-/// against the double-precision reference computed once at construction: the tolerance is
+/// pre-packed weights), allocates its buffers and fills the output with NaN, so that an element
+/// a configuration does not write fails the check. `run(config, n)` times each of n runs
+/// separately with std::chrono::steady_clock; a run is the whole NCHW to NCHW convolution: input
+/// packing into NCHWc, when the configuration chooses it, is part of it, weight packing is not.
+/// `verify(config)` checks every element of the output of the last run against the
+/// double-precision reference computed once at construction: the tolerance is
 /// |out - ref| <= gamma_K * sum |w x| + 1e-30 per element, K = in_channels x kernel_h x kernel_w,
 /// gamma_K = K u / (1 - K u), u = 2^-24 (see conv2d_reference); a configuration outside it is
-/// `wrong_result`, with the largest error and its tolerance in the error text. `run(config, n)`
-/// times each of n runs separately with std::chrono::steady_clock; a run is the whole NCHW to
-/// NCHW convolution: input packing into NCHWc, when the configuration chooses it, is part of it,
-/// weight packing is not. A failure to set a configuration up is `build_error`, an exception
-/// while running is `runtime_error`, a config outside the space is `excluded`; nothing throws.
+/// `wrong_result`, with the largest error and its tolerance in the error text. The evaluators
+/// call it after the first run request (a VerifiableKernel). A failure to set a configuration up
+/// is `build_error`, an exception while running is `runtime_error`, a config outside the space is
+/// `excluded`; nothing throws.
 class Conv2dKernel {
  public:
   explicit Conv2dKernel(const Conv2dShape& shape, Conv2dOptions options = {})
@@ -1555,31 +1558,30 @@ class Conv2dKernel {
   const Conv2dShape& shape() const noexcept { return shape_; }
   int threads() const noexcept { return options_.threads; }
 
-  /// Sets the configuration up (weight packing, buffers), runs it once and verifies the output.
+  /// Sets the configuration up (weight packing, buffers) and fills the output with NaN.
   RunResult prepare(const Config& c) {
     if (RunResult r = set_up(c); r.status != Status::ok) return r;
     std::fill(output_.data(), output_.data() + output_.size(), std::numeric_limits<float>::quiet_NaN());
-    if (RunResult r = compute(); r.status != Status::ok) return r;
-    return verify();
+    return {};
   }
 
   /// Times `runs` runs of the configuration, each separately (a configuration that was not the
-  /// last one prepared is set up first, untimed and unverified).
+  /// last one prepared is set up first, untimed).
   RunResult run(const Config& c, std::size_t runs, Rng&) {
     if (RunResult r = set_up(c); r.status != Status::ok) return r;
     RunResult out;
     out.seconds.reserve(runs);
     for (std::size_t i = 0; i < runs; ++i) {
       double seconds = 0.0;
-      if (RunResult r = compute(&seconds); r.status != Status::ok) return r;
+      if (RunResult r = compute(seconds); r.status != Status::ok) return r;
       out.seconds.push_back(seconds);
     }
     return out;
   }
 
-  /// Checks the output against the reference: ok, or wrong_result giving the largest error, its
-  /// element and its tolerance.
-  RunResult verify() const {
+  /// Checks the output of the last run (of `c`) against the reference: ok, or wrong_result giving
+  /// the largest error, its element and its tolerance.
+  RunResult verify(const Config& /*c*/) const {
     double worst_ratio = 0.0;
     std::size_t worst = 0;
     for (std::size_t i = 0; i < output_.size(); ++i) {
@@ -1631,10 +1633,10 @@ class Conv2dKernel {
     }
   }
 
-  RunResult compute(double* seconds = nullptr) {
+  // One timed computation into the output (then the test hook, if any).
+  RunResult compute(double& seconds) {
     try {
-      const double t = seconds_of([&] { (*plan_)(input_.data(), output_.data()); });
-      if (seconds) *seconds = t;
+      seconds = seconds_of([&] { (*plan_)(input_.data(), output_.data()); });
       if (options_.output_fault) options_.output_fault(std::span<float>(output_.data(), output_.size()));
       return {};
     } catch (const std::exception& e) {
@@ -1651,6 +1653,6 @@ class Conv2dKernel {
   std::uint64_t prepared_ = 0;
 };
 
-static_assert(PreparableKernel<Conv2dKernel>);
+static_assert(PreparableKernel<Conv2dKernel> && VerifiableKernel<Conv2dKernel>);
 
 }  // namespace tunekit::cpu

@@ -323,6 +323,16 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
   std::vector<float> w(4, 1.0f);
   CHECK_THROWS_AS(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 0), std::invalid_argument);
   CHECK_NOTHROW(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 1));
+  // Each algorithm's plan takes only its own layouts (Conv2dPlan picks the one a layout names).
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dGemm1x1Plan(shape, p, w.data(), 1), doctest::Contains("Conv2dDirectPlan"),
+                       std::invalid_argument);
+  tunekit::cpu::Conv2dParams gemm;
+  gemm.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
+  gemm.in_cblock = 1;
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dDirectPlan(shape, gemm, w.data(), 1),
+                       doctest::Contains("Conv2dGemm1x1Plan"), std::invalid_argument);
+  CHECK_NOTHROW(tunekit::cpu::Conv2dGemm1x1Plan(shape, gemm, w.data(), 1));
+  CHECK(tunekit::cpu::Conv2dPlan(shape, gemm, w.data(), 2).threads() == 2);
 }
 
 TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {

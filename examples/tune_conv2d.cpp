@@ -159,7 +159,9 @@ int main(int argc, char** argv) {
     // steady_clock, the three in turns of 5 runs after an untimed one (interleaved_medians).
     const auto& best = result.best->config;
     tunekit::Rng rng(setup.seed);  // the CPU kernel ignores it
-    const auto ready = kernel.prepare(best);  // sets the best up again and verifies it
+    auto ready = kernel.prepare(best);  // sets the best up again, runs it once and verifies it
+    if (ready.status == tunekit::Status::ok) ready = kernel.run(best, 1, rng);
+    if (ready.status == tunekit::Status::ok) ready = kernel.verify(best);
     if (ready.status != tunekit::Status::ok) {
       std::fprintf(stderr, "tune_conv2d: the best configuration failed again: %s\n", ready.error.c_str());
       return 1;

@@ -1,3 +1,4 @@
+#include <tunekit/evaluator/isolation.hpp>
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/resnet18.hpp>
 #include <tunekit/presets.hpp>
@@ -45,6 +46,15 @@ double worst_relative_error(const Conv2dKernel& k) {
     worst = std::max(worst, std::isfinite(err) ? err / (1.0 + std::abs(k.reference()[i])) : HUGE_VAL);
   }
   return worst;
+}
+
+// What an evaluator does with one configuration, untimed: prepare, one run, verify (the output
+// of that run). The first failure, or verify's result.
+tunekit::RunResult run_and_verify(Conv2dKernel& k, const Config& c, tunekit::Rng& rng) {
+  tunekit::RunResult r = k.prepare(c);
+  if (r.status == Status::ok) r = k.run(c, 1, rng);
+  if (r.status == Status::ok) r = k.verify(c);
+  return r;
 }
 
 // The largest error of `out` against the reference, in units of conv2d_reference's bound per
@@ -146,7 +156,7 @@ TEST_CASE("conv2d: randomly drawn configs match the reference on odd shapes") {
     for (int i = 0; i < 40; ++i) {
       const Config c = k.space().sample(rng);
       CAPTURE(k.space().describe(c));
-      const auto r = k.prepare(c);
+      const auto r = run_and_verify(k, c, rng);
       CHECK(r.status == Status::ok);
       CHECK(r.error.empty());
       CHECK(worst_relative_error(k) < 1e-5);
@@ -207,45 +217,70 @@ TEST_CASE("conv2d: every instantiated inner kernel computes the right result in 
   CHECK(tiles >= 30);
 }
 
-TEST_CASE("conv2d: a perturbed output is reported as wrong_result with the max error and the tolerance") {
+TEST_CASE("conv2d: a perturbed output is wrong_result through the evaluator, which verifies it, not prepare") {
   const Conv2dShape shape{.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3,
                           .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
   tunekit::Rng rng(5);
   {
-    // The hook adds 1e-3 to one element: far above the tolerance (about 1e-6 here).
+    // The hook adds 1e-3 to one element after every run: far above the tolerance (about 1e-6).
     Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "perturbed",
                            .output_fault = [](std::span<float> out) { out[out.size() / 2] += 1e-3f; }});
     const Config c = k.space().sample(rng);
-    const auto r = k.prepare(c);
-    CHECK(r.status == Status::wrong_result);
-    REQUIRE(r.error.rfind("max error ", 0) == 0);
-    const double reported = std::stod(r.error.substr(10));
-    CHECK(reported > 0.9e-3);
-    CHECK(reported < 1.1e-3);
-    CHECK(r.error.find("exceeds the tolerance") != std::string::npos);
-    CHECK(r.error.find("output[0][1][2][4]") != std::string::npos);  // the middle element (67 of 135)
-    // A measurement of it fails: a wrong configuration never becomes a best.
+    CHECK(k.prepare(c).status == Status::ok);  // prepare sets up; it neither runs nor checks
     tunekit::Deterministic evaluator;
     const auto m = evaluator.measure(k, c, rng);
     CHECK(m.status == Status::wrong_result);
-    CHECK(m.throughput(k.flop()) == 0.0);
+    CHECK(m.throughput(k.flop()) == 0.0);  // a wrong configuration never becomes a best
+    REQUIRE(m.error.rfind("max error ", 0) == 0);
+    const double reported = std::stod(m.error.substr(10));
+    CHECK(reported > 0.9e-3);
+    CHECK(reported < 1.1e-3);
+    CHECK(m.error.find("exceeds the tolerance") != std::string::npos);
+    CHECK(m.error.find("output[0][1][2][4]") != std::string::npos);  // the middle element (67 of 135)
+    // Without a warm-up the first timed runs are checked.
+    const auto cold = tunekit::Deterministic({.warmup = 0, .repeat = 3}).measure(k, c, rng);
+    CHECK(cold.status == Status::wrong_result);
+    CHECK(cold.error == m.error);
   }
   {
     Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "nan",
                            .output_fault = [](std::span<float> out) { out[0] = std::nanf(""); }});
-    CHECK(k.prepare(k.space().sample(rng)).status == Status::wrong_result);
+    CHECK(tunekit::Deterministic().measure(k, k.space().sample(rng), rng).status == Status::wrong_result);
   }
   {
-    // The same kernel without the hook is correct, and a config outside the space is excluded.
+    // The same kernel without the hook is correct; before any run the output is NaN (prepare
+    // computes nothing), and a config outside the space is excluded.
     Conv2dKernel k(shape, {.threads = 2, .seed = 1});
     const Config c = k.space().sample(rng);
     CHECK(k.prepare(c).status == Status::ok);
-    CHECK(k.verify().status == Status::ok);
+    CHECK(k.verify(c).status == Status::wrong_result);
+    CHECK(k.run(c, 1, rng).status == Status::ok);
+    CHECK(k.verify(c).status == Status::ok);
+    CHECK(tunekit::Deterministic().measure(k, c, rng).status == Status::ok);
     Config bad = c;
     bad[k.space().knob_index("ow_tile")] = 13;  // ow_tile 28 > out_width 9
     CHECK(k.prepare(bad).status == Status::excluded);
     CHECK(k.run(Config{0}, 1, rng).status == Status::excluded);
   }
+}
+
+TEST_CASE("conv2d: with a perturbed output every trial is wrong_result and there is no best, also isolated") {
+  const Conv2dShape shape{.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3,
+                          .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "perturbed",
+                         .output_fault = [](std::span<float> out) { out[1] -= 1e-3f; }});
+  tunekit::Rng rng(8);
+  tunekit::RandomSearchTuner tuner(k.space(), {.budget = {.trials = 8}, .plan_size = 4});
+  const auto result = tuner.tune(k, rng);
+  CHECK(result.trials == 8);
+  CHECK_FALSE(result.best);
+  for (const auto& t : tuner.history()) CHECK(t.measurement.status == Status::wrong_result);
+  // In a forked child (Isolated) the child verifies: the status comes back through the pipe.
+  tunekit::Isolated<tunekit::Deterministic> isolated(tunekit::Deterministic({.warmup = 1, .repeat = 2}),
+                                                      {.timeout_seconds = 30.0});
+  const auto m = isolated.measure(k, k.space().sample(rng), rng);
+  CHECK(m.status == Status::wrong_result);
+  CHECK(m.error.find("exceeds the tolerance") != std::string::npos);
 }
 
 TEST_CASE("conv2d: a short random-search tuning run ends with a valid, verified best config") {
@@ -262,9 +297,9 @@ TEST_CASE("conv2d: a short random-search tuning run ends with a valid, verified 
   CHECK(result.best->measurement.throughput(k.flop()) > 0.0);
   CHECK(k.space().is_valid(result.best->config));
   for (const auto& t : tuner.history()) CHECK(t.measurement.status == Status::ok);
-  // The best config verifies again when prepared afresh.
+  // The best config verifies again on other data.
   Conv2dKernel again(shape, {.threads = 2, .seed = 9});
-  CHECK(again.prepare(result.best->config).status == Status::ok);
+  CHECK(run_and_verify(again, result.best->config, rng).status == Status::ok);
 }
 
 TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
@@ -288,6 +323,16 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
   std::vector<float> w(4, 1.0f);
   CHECK_THROWS_AS(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 0), std::invalid_argument);
   CHECK_NOTHROW(tunekit::cpu::Conv2dPlan(shape, p, w.data(), 1));
+  // Each algorithm's plan takes only its own layouts (Conv2dPlan picks the one a layout names).
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dGemm1x1Plan(shape, p, w.data(), 1), doctest::Contains("Conv2dDirectPlan"),
+                       std::invalid_argument);
+  tunekit::cpu::Conv2dParams gemm;
+  gemm.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
+  gemm.in_cblock = 1;
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dDirectPlan(shape, gemm, w.data(), 1),
+                       doctest::Contains("Conv2dGemm1x1Plan"), std::invalid_argument);
+  CHECK_NOTHROW(tunekit::cpu::Conv2dGemm1x1Plan(shape, gemm, w.data(), 1));
+  CHECK(tunekit::cpu::Conv2dPlan(shape, gemm, w.data(), 2).threads() == 2);
 }
 
 TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {
@@ -361,13 +406,13 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
       Config c = k.space().sample(rng);
       while (k.space().knob(layout).to_string(c[layout]) != "gemm1x1") c = k.space().sample(rng);
       CAPTURE(k.space().describe(c));
-      const auto r = k.prepare(c);  // within the tolerance of conv2d_reference, element by element
+      const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
       CHECK(r.status == Status::ok);
       CHECK(r.error.empty());
       CHECK(worst_relative_error(k) < 1e-5);
       const auto t = k.run(c, 2, rng);
       REQUIRE(t.status == Status::ok);
-      CHECK(k.verify().status == Status::ok);  // the timed runs compute the same result
+      CHECK(k.verify(c).status == Status::ok);  // the timed runs compute the same result
       for (std::size_t j = 0; j < c.size(); ++j)
         seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
     }

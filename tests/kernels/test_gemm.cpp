@@ -120,19 +120,21 @@ TEST_CASE("the GEMM space: tens of thousands of valid configs, all satisfying th
   }
 }
 
-TEST_CASE("GemmKernel verifies each configuration: a corrupted result is wrong_result") {
+TEST_CASE("GemmKernel verifies the output of the last run: a corrupted result is wrong_result") {
   tunekit::cpu::GemmKernel kernel(45, 70, 33, {.threads = 2, .seed = 3});
   tunekit::Rng rng(9);
   const auto c = kernel.space().sample(rng);
   REQUIRE(kernel.prepare(c).status == tunekit::Status::ok);
-  kernel.c()[7 * 70 + 11] += 1e-3f;  // far above the bound (about 33 * 2^-24 * 33 / 4)
-  const auto r = kernel.verify();
-  CHECK(r.status == tunekit::Status::wrong_result);
-  CHECK(r.error.find("C[7][11]") == 0);
+  CHECK(kernel.verify(c).status == tunekit::Status::wrong_result);  // prepare computes nothing: C is NaN
   // Timed runs return one positive time per run.
   const auto t = kernel.run(c, 3, rng);
   REQUIRE(t.seconds.size() == 3);
   for (double s : t.seconds) CHECK(s > 0);
+  CHECK(kernel.verify(c).status == tunekit::Status::ok);
+  kernel.c()[7 * 70 + 11] += 1e-3f;  // far above the bound (about 33 * 2^-24 * 33 / 4)
+  const auto r = kernel.verify(c);
+  CHECK(r.status == tunekit::Status::wrong_result);
+  CHECK(r.error.find("C[7][11]") == 0);
 }
 
 TEST_CASE("a short tuning run of the GEMM kernel ends with a valid, verified best config") {
@@ -143,6 +145,6 @@ TEST_CASE("a short tuning run of the GEMM kernel ends with a valid, verified bes
   CHECK(r.trials == 20);
   REQUIRE(r.best);
   CHECK(kernel.space().is_valid(r.best->config));
-  CHECK(kernel.prepare(r.best->config).status == tunekit::Status::ok);
+  CHECK(tunekit::Deterministic().measure(kernel, r.best->config, rng).status == tunekit::Status::ok);
   for (const auto& t : tuner.history()) CHECK(t.measurement.status == tunekit::Status::ok);
 }

@@ -128,8 +128,10 @@ TEST_CASE("cuda gemm: random configs on the device match cuBLAS") {
   tunekit::Rng rng(13);
   for (int i = 0; i < 20; ++i) {
     const tunekit::Config c = kernel.space().sample(rng);
-    const tunekit::RunResult r = kernel.prepare(c);
     INFO(cu::Launcher::join(cu::gemm_defines(kernel.space(), c)));
+    tunekit::RunResult r = kernel.prepare(c);  // then one run, then its check
+    if (r.status == tunekit::Status::ok) r = kernel.run(c, 1, rng);
+    if (r.status == tunekit::Status::ok) r = kernel.verify(c);
     INFO(r.error);
     CHECK(r.status == tunekit::Status::ok);
   }

@@ -498,10 +498,12 @@ inline GemmParams gemm_params(const SearchSpace& s, const Config& c) {
 
 /// The SGEMM C = A * B (m x k times k x n, row-major fp32) as a tunable kernel on random inputs.
 ///
-/// `prepare` runs a configuration once and checks every element of C against the double
-/// precision reference (computed once, at construction) within the rounding-error bound of
-/// sgemm_reference; a configuration outside it is `wrong_result`. `run` times each run
-/// separately (wall clock around one sgemm call; the packing buffers are allocated in prepare).
+/// `prepare` allocates a configuration's packing buffers and fills C with NaN, so that an
+/// element a configuration does not write fails the check. `run` times each run separately
+/// (wall clock around one sgemm call). `verify` checks every element of the C of the last run
+/// against the double precision reference (computed once, at construction) within the
+/// rounding-error bound of sgemm_reference; a configuration outside it is `wrong_result`. The
+/// evaluators call it after the first run request (a VerifiableKernel).
 class GemmKernel {
  public:
   GemmKernel(std::size_t m, std::size_t n, std::size_t k, GemmKernelOptions options = {})
@@ -526,12 +528,13 @@ class GemmKernel {
   std::string device() const { return std::string("cpu-") + simd_name() + "-" + std::to_string(options_.threads) + "t"; }
   int threads() const noexcept { return options_.threads; }
 
-  /// Allocates the buffers, runs once and verifies the result.
+  /// Allocates the packing buffers of the configuration and fills C with NaN.
   RunResult prepare(const Config& c) {
     const GemmParams p = gemm_params(space_, c);
+    p.validate();
+    ws_.reserve(p, options_.threads);
     std::fill(c_.data(), c_.data() + m_ * n_, std::nanf(""));
-    call(p);
-    return verify();
+    return {};
   }
 
   RunResult run(const Config& c, std::size_t runs, Rng&) {
@@ -542,8 +545,9 @@ class GemmKernel {
     return r;
   }
 
-  /// Checks C against the reference: ok, or wrong_result naming the worst element.
-  RunResult verify() const {
+  /// Checks the C of the last run (of `c`) against the reference: ok, or wrong_result naming the
+  /// worst element.
+  RunResult verify(const Config& /*c*/) const {
     double worst_ratio = 0.0;
     std::size_t worst = 0;
     for (std::size_t i = 0; i < m_ * n_; ++i) {
@@ -579,6 +583,6 @@ class GemmKernel {
   GemmWorkspace ws_;
 };
 
-static_assert(PreparableKernel<GemmKernel>);
+static_assert(PreparableKernel<GemmKernel> && VerifiableKernel<GemmKernel>);
 
 }  // namespace tunekit::cpu

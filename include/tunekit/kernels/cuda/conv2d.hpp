@@ -247,11 +247,12 @@ inline void conv2d_reference(const Conv2dShape& s, const float* w, const float* 
 
 /// The conv2d of a shape on a CUDA device, as a tunable kernel on random inputs.
 ///
-/// `prepare` compiles the config with NVRTC for the device (cached per config), runs it once on
-/// an output filled with NaN and checks every element against conv2d_reference (double
-/// precision on the host, computed once at construction) within its rounding-error bound;
-/// outside it is `wrong_result`. `run` times each launch with CUDA events. Throws DriverError
-/// from the constructor when there is no usable device.
+/// `prepare` compiles the config with NVRTC for the device (cached per config), loads it and
+/// fills the output with NaN. `run` times each launch with CUDA events. `verify` checks every
+/// element of the output of the last run against conv2d_reference (double precision on the
+/// host, computed once at construction) within its rounding-error bound; outside it is
+/// `wrong_result`. The evaluators call it after the first run request (a VerifiableKernel).
+/// Throws DriverError from the constructor when there is no usable device.
 class Conv2dKernel {
  public:
   explicit Conv2dKernel(const Conv2dShape& shape, KernelOptions options = {})
@@ -294,18 +295,16 @@ class Conv2dKernel {
     for (const Config& c : configs) launcher_.prefetch(conv2d_defines(space_, c));
   }
 
-  /// Compiles and loads the config, runs it once and verifies the output.
+  /// Compiles and loads the config and fills the output with NaN.
   RunResult prepare(const Config& c) {
-    return prepare_and_verify(
-        launcher_, conv2d_defines(space_, c), y_, [&](std::size_t runs) { return launch(c, runs); },
-        [&] { return verify(); }, [&](RunResult r) { return after(std::move(r)); });
+    return prepare_output(launcher_, conv2d_defines(space_, c), y_, [&](RunResult r) { return after(std::move(r)); });
   }
 
   RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
 
-  /// Checks the output of the last run against the reference: ok, or wrong_result naming the
-  /// worst element.
-  RunResult verify() {
+  /// Checks the output of the last run (of `c`) against the reference: ok, or wrong_result naming
+  /// the worst element.
+  RunResult verify(const Config& /*c*/) {
     return verify_output(
         y_, y_host_, [&](std::size_t i) { return reference_[i]; }, [&](std::size_t i) { return bound_[i]; },
         [&](std::size_t i) {
@@ -353,6 +352,6 @@ class Conv2dKernel {
   DeviceBuffer w_, x_, y_;
 };
 
-static_assert(PreparableKernel<Conv2dKernel>);
+static_assert(PreparableKernel<Conv2dKernel> && VerifiableKernel<Conv2dKernel>);
 
 }  // namespace tunekit::cuda

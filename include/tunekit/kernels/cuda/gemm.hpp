@@ -175,12 +175,13 @@ inline LaunchGeometry gemm_geometry(const SearchSpace& s, const Config& c) {
 /// The SGEMM C = A * B (m x k times k x n, row-major fp32) on a CUDA device, as a tunable kernel
 /// on random inputs.
 ///
-/// `prepare` compiles the config with NVRTC for the device (cached per config), runs it once on
-/// a C filled with NaN and checks every element against cuBLAS's product (computed once, at
-/// construction) within 2 gamma_k ||a_i|| ||b_j|| + 1e-6, a bound on the difference of any two
-/// fp32 evaluation orders (Higham eq. 3.5 with Cauchy-Schwarz); outside it is `wrong_result`.
-/// `run` times each launch with CUDA events. Throws DriverError from the constructor when there
-/// is no usable device.
+/// `prepare` compiles the config with NVRTC for the device (cached per config), loads it and
+/// fills C with NaN. `run` times each launch with CUDA events. `verify` checks every element of
+/// the C of the last run against cuBLAS's product (computed once, at construction) within
+/// 2 gamma_k ||a_i|| ||b_j|| + 1e-6, a bound on the difference of any two fp32 evaluation orders
+/// (Higham eq. 3.5 with Cauchy-Schwarz); outside it is `wrong_result`. The evaluators call it
+/// after the first run request (a VerifiableKernel). Throws DriverError from the constructor when
+/// there is no usable device.
 class GemmKernel {
  public:
   GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, KernelOptions options = {})
@@ -228,17 +229,16 @@ class GemmKernel {
     for (const Config& c : configs) launcher_.prefetch(gemm_defines(space_, c));
   }
 
-  /// Compiles and loads the config, runs it once and verifies C against cuBLAS.
+  /// Compiles and loads the config and fills C with NaN.
   RunResult prepare(const Config& c) {
-    return prepare_and_verify(
-        launcher_, gemm_defines(space_, c), c_, [&](std::size_t runs) { return launch(c, runs); },
-        [&] { return verify(); }, [&](RunResult r) { return after(std::move(r)); });
+    return prepare_output(launcher_, gemm_defines(space_, c), c_, [&](RunResult r) { return after(std::move(r)); });
   }
 
   RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
 
-  /// Checks the C of the last run against cuBLAS's: ok, or wrong_result naming the worst element.
-  RunResult verify() {
+  /// Checks the C of the last run (of `c`) against cuBLAS's: ok, or wrong_result naming the worst
+  /// element.
+  RunResult verify(const Config& /*c*/) {
     return verify_output(
         c_, c_host_, [&](std::size_t i) { return reference_[i]; },
         [&](std::size_t i) { return gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6; },
@@ -330,6 +330,6 @@ class GemmKernel {
   cublasHandle_t cublas_ = nullptr;
 };
 
-static_assert(PreparableKernel<GemmKernel>);
+static_assert(PreparableKernel<GemmKernel> && VerifiableKernel<GemmKernel>);
 
 }  // namespace tunekit::cuda

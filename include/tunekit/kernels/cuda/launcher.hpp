@@ -185,25 +185,24 @@ class Launcher {
   bool faulted_ = false;
 };
 
-/// The `prepare` of a kernel on a Launcher: compiles and loads `defines`, fills `output` with NaN
-/// bits (so an element the kernel does not write is wrong), runs once (`launch(1)`) and returns
-/// `verify()`. `after` is the owner's fault recovery (Launcher::recover), applied to failures
-/// outside `launch`, which applies it itself.
-template <class Launch, class Verify, class After>
-RunResult prepare_and_verify(Launcher& launcher, const std::vector<Define>& defines, DeviceBuffer& output,
-                             Launch&& launch, Verify&& verify, After&& after) {
+/// The `prepare` of a kernel on a Launcher: compiles and loads `defines` and fills `output` with
+/// NaN bits, so that an element the configuration does not write fails the owner's `verify`.
+/// `after` is the owner's fault recovery (Launcher::recover).
+template <class After>
+RunResult prepare_output(Launcher& launcher, const std::vector<Define>& defines, DeviceBuffer& output,
+                         After&& after) {
   if (RunResult r = launcher.load(defines); r.status != Status::ok) return after(std::move(r));
   try {
     output.fill_bits(0x7fc00000u);
   } catch (const DriverError& e) {
     return after(RunResult{Status::runtime_error, {}, e.what(), -1.0});
   }
-  if (RunResult r = launch(std::size_t{1}); r.status != Status::ok) return r;
-  return verify();
+  return {};
 }
 
-/// Downloads `output` into `host` and checks it against `reference(i)` within `bound(i)`
-/// (worst_error): ok, or `wrong_result` with `describe(i)` of the worst element as its text.
+/// The `verify` of a kernel on a Launcher: downloads `output` (of the last run) into `host` and
+/// checks it against `reference(i)` within `bound(i)` (worst_error): ok, or `wrong_result` with
+/// `describe(i)` of the worst element as its text.
 template <class Reference, class Bound, class Describe, class After>
 RunResult verify_output(DeviceBuffer& output, std::vector<float>& host, Reference reference, Bound bound,
                         Describe describe, After&& after) {

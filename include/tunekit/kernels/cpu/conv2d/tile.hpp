@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// The inner kernel of the conv2d's direct plan (conv2d/direct.hpp): a register tile of P output
+/// positions x V vectors of output channels over a list of taps, each tap read through an offset
+/// table, instantiated for every shape of conv2d_tile_widths x 1..conv2d_max_oc_vectors that
+/// fits the registers. The gemm1x1 plan (conv2d/gemm1x1.hpp) computes the partial last vector of
+/// positions of a plane with it.
+
+#include "tunekit/kernels/cpu/conv2d/shape.hpp"
+#include "tunekit/kernels/cpu/simd.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace tunekit::cpu::detail {
+
+/// The inner kernel: P output positions x V vectors of output channels, over `taps` taps. Tap t
+/// reads the input values in[off[t] + p * ps] (p < P) and the weight vectors w[t * V * W + v * W]
+/// (V x simd_width output channels); the tile's accumulators are acc[p * V * W + v * W], loaded
+/// first when `accumulate`, else zero.
+template <int P, int V>
+void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::size_t taps,
+                 std::ptrdiff_t ps, float* acc, bool accumulate) {
+  constexpr int W = simd_width;
+  constexpr int OCW = V * W;
+  vfloat a[P][V];
+  if (accumulate) {
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] = load(acc + p * OCW + v * W);
+  } else {
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] = vfloat{};
+  }
+  for (std::size_t t = 0; t < taps; ++t, w += OCW) {
+    const float* x = in + off[t];
+    vfloat wv[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) wv[v] = load(w + v * W);
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p) {
+      const float xp = x[p * ps];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) a[p][v] += xp * wv[v];
+    }
+  }
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) store(acc + p * OCW + v * W, a[p][v]);
+}
+
+using Conv2dTileFn = void (*)(const float*, const std::int32_t*, const float*, std::size_t,
+                              std::ptrdiff_t, float*, bool);
+
+template <int P, int V>
+constexpr Conv2dTileFn conv2d_tile_or_null() {
+  if constexpr (is_conv2d_tile(P, V))
+    return &conv2d_tile<P, V>;
+  else
+    return nullptr;
+}
+
+template <std::size_t... I>
+constexpr auto conv2d_tile_table(std::index_sequence<I...>) {
+  return std::array<Conv2dTileFn, sizeof...(I)>{
+      conv2d_tile_or_null<conv2d_tile_widths[I / conv2d_max_oc_vectors],
+                          static_cast<int>(I % conv2d_max_oc_vectors) + 1>()...};
+}
+
+/// Every instantiated inner kernel, indexed by (position of ow_tile in conv2d_tile_widths) x
+/// conv2d_max_oc_vectors + oc_vectors - 1; null where a shape is not instantiated.
+inline constexpr auto conv2d_tiles = conv2d_tile_table(
+    std::make_index_sequence<conv2d_tile_widths.size() * conv2d_max_oc_vectors>());
+
+inline Conv2dTileFn find_conv2d_tile(int ow_tile, int oc_vectors) {
+  for (std::size_t i = 0; i < conv2d_tile_widths.size(); ++i)
+    if (conv2d_tile_widths[i] == ow_tile && oc_vectors >= 1 && oc_vectors <= conv2d_max_oc_vectors)
+      return conv2d_tiles[i * conv2d_max_oc_vectors + static_cast<std::size_t>(oc_vectors - 1)];
+  return nullptr;
+}
+
+}  // namespace tunekit::cpu::detail

@@ -3,7 +3,7 @@
 /// AdaTune's adaptive evaluator (Li et al., "AdaTune", NeurIPS 2020, section 4.1 and Algorithm 1,
 /// lines 10-15): runs in micro-batches until the measured throughput has settled.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/evaluator.hpp"
 #include "tunekit/core/measurement.hpp"
 #include "tunekit/evaluator/session.hpp"
 

@@ -3,7 +3,7 @@
 /// Deterministic evaluator: warm-up runs, then a fixed number of timed repeats (AutoTVM's
 /// number / repeat / min_repeat_ms).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/evaluator.hpp"
 #include "tunekit/core/measurement.hpp"
 #include "tunekit/evaluator/session.hpp"
 

@@ -7,7 +7,7 @@
 /// Cost: one fork per measurement (page tables copied, memory shared copy-on-write) plus a thread
 /// start in the child; bench/bench_evaluator.cpp measures it (docs/performance.md).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/evaluator.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/core/measurement.hpp"
 

@@ -4,7 +4,7 @@
 /// verify the output, check the times, count the cost and enforce the time limit. Deterministic
 /// and AdaptiveCV differ only in how many runs they ask for.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/evaluator.hpp"
 #include "tunekit/core/measurement.hpp"
 
 #include <chrono>

@@ -12,7 +12,7 @@
 /// loops over them) is in conv2d/shape.hpp, conv2d/tile.hpp, conv2d/shuffle.hpp and
 /// conv2d/blocking.hpp.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/conv2d/direct.hpp"

@@ -9,7 +9,7 @@
 /// template parameters, instantiated for the shapes in `gemm_shapes`; its vectors are the
 /// host's widest (tunekit/kernels/cpu/simd.hpp), so nr is a multiple of `simd_width`.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"

@@ -13,7 +13,7 @@
 /// The knobs of the algorithm not chosen are fixed to their first values by a constraint, so
 /// the space has no duplicate configs.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/gemm.hpp"

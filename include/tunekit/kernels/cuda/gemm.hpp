@@ -8,7 +8,7 @@
 /// slices (DBUF) and a K split over the grid's z dimension (KSPLIT). Each knob is a macro
 /// definition (-DBM=64 ...); the problem size is compiled in too (TK_M, TK_N, TK_K).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/launcher.hpp"

@@ -32,12 +32,12 @@ struct SearchContext {
   /// Scores configs by the acquisition over the fitted surrogate (higher is better); empty when
   /// the tuner has no model, or no fitted model yet. `score` and `predict` may be called from
   /// several threads at once (they only read the fitted model).
-  std::function<std::vector<double>(std::span<const Config>)> score;
+  std::function<std::vector<double>(std::span<const Config>)> score{};
   /// Best throughput measured so far (FLOP/s, or 1/s when the FLOP count is unknown); 0 if none.
   double best_throughput = 0.0;
   /// The fitted surrogate's predictive mean and standard deviation of configs, in the units it
   /// was fitted in (the std is 0 for a surrogate without uncertainty); empty when `score` is.
-  std::function<void(std::span<const Config>, Eigen::VectorXd& mean, Eigen::VectorXd& std)> predict;
+  std::function<void(std::span<const Config>, Eigen::VectorXd& mean, Eigen::VectorXd& std)> predict{};
   /// The best measured value in the surrogate's units (what `best` is for the acquisition).
   double best_target = 0.0;
 

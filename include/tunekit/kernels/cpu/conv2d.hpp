@@ -207,10 +207,10 @@ struct Conv2dOptions {
   /// Seed of the random input and weights (uniform in [-1, 1)).
   std::uint64_t seed = 1;
   /// Task name for records; "conv2d_" + the shape's to_string() when empty.
-  std::string name;
+  std::string name{};
   /// Test hook: when set, called with the NCHW output after every run of the kernel (a
   /// deliberately perturbed output path, to prove that the verification reports wrong_result).
-  std::function<void(std::span<float>)> output_fault;
+  std::function<void(std::span<float>)> output_fault{};
 
   void validate() const {
     if (threads < 0) throw std::invalid_argument("Conv2dOptions: threads must be >= 0");

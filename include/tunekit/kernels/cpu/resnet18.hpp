@@ -18,8 +18,8 @@ namespace tunekit::cpu {
 
 /// One convolution layer of a network: a name for records and its shape.
 struct Conv2dTask {
-  std::string_view name;
-  Conv2dShape shape;
+  std::string_view name{};
+  Conv2dShape shape{};
 
   /// FLOP per run: 2 N OC OH OW IC KH KW.
   constexpr double flop() const noexcept { return shape.flop(); }

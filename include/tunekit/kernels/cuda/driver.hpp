@@ -34,7 +34,7 @@ namespace detail {
 /// versioned ones that cuda.h maps the plain names to).
 struct DriverApi {
   void* library = nullptr;
-  std::string load_error;
+  std::string load_error{};
 
   decltype(&::cuInit) init = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
@@ -162,7 +162,7 @@ inline bool is_sticky(CUresult r) noexcept {
 /// What the kernels need to know about a device.
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;
+  std::string name{};
   int cc_major = 0, cc_minor = 0;
   int max_threads_per_block = 1024;
   /// Static shared memory per block (48 KiB on every device since Fermi).

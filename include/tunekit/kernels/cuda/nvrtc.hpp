@@ -23,19 +23,19 @@ namespace tunekit::cuda {
 
 /// A macro definition passed to NVRTC as -DNAME=VALUE.
 struct Define {
-  std::string name;
-  std::int64_t value;
+  std::string name{};
+  std::int64_t value{};
 };
 
 /// What NVRTC made of a source: the image (PTX for a "compute_XY" architecture, a cubin for
 /// "sm_XY"), or the failure with NVRTC's log.
 struct CompileResult {
   bool ok = false;
-  std::string image;
+  std::string image{};
   /// NVRTC's log (warnings on success, the errors on failure).
-  std::string log;
+  std::string log{};
   /// The failure, log included ("" when ok).
-  std::string error;
+  std::string error{};
 };
 
 /// The options of one compilation.
@@ -71,7 +71,7 @@ inline CompileResult compile(std::string_view source, const std::string& name,
       r != NVRTC_SUCCESS)
     return fail("nvrtcCreateProgram", r);
   struct Destroy {
-    nvrtcProgram* p;
+    nvrtcProgram* p{};
     ~Destroy() { nvrtcDestroyProgram(p); }
   } destroy{&prog};
 

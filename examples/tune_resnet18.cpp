@@ -40,7 +40,9 @@ options:
   --threads P       OpenMP threads per run                                  [all cores]
   --seed X          seed of the search and of the random data               [1]
   --log FILE        tuning log, one JSON line per measurement   [tune_resnet18.jsonl]
-  --resume          continue from the log instead of starting a new one
+  --resume          continue a killed run from its log instead of starting a new one: with
+                    the same options and --seed it replays the logged measurements and ends
+                    as the uninterrupted run would have (when --budget ends it, not --seconds)
   --help            this text
 )";
 
@@ -78,7 +80,10 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
     mt.add_task(*kernels[i], {.weight = resnet18_weights[i], .tag = "conv2d"},
                 {.evaluator = tunekit::Deterministic({.warmup = 1, .repeat = 5})});
   if (!s.resume) std::filesystem::remove(s.log);
-  if (const auto n = mt.resume(s.log)) std::printf("resumed %zu measurements from %s\n", n, s.log.c_str());
+  // Exact resume: tune() re-runs the slots from the start with the same seed, taking the logged
+  // measurements instead of measuring them again, and so continues as if never interrupted.
+  if (const auto n = tunekit::resume_exact(mt, s.log))
+    std::printf("resuming: %zu measurements from %s replayed, not measured again\n", n, s.log.c_str());
   tunekit::Rng rng(s.seed);
   const auto r = mt.tune(kernels, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
   std::printf("\n%s: %zu configurations in %zu slots, %.1f s on the tuning clock (%.1f s measuring, %.2f s "

@@ -5,6 +5,7 @@
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/resnet18.hpp>
 #include <tunekit/multi_task_tuner.hpp>
+#include <tunekit/preset_registry.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 #include <tunekit/tunekit.hpp>
 
@@ -22,7 +23,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: tune_resnet18 [options]
+const char* const usage_head = R"(usage: tune_resnet18 [options]
 
 Tunes tunekit's OpenMP conv2d on the 12 convolution layers of ResNet-18 (TVM's x86 workload
 list, batch 1) as one network: a scheduler gives slots of trials to the layers' tuners (each keeps
@@ -33,8 +34,10 @@ double-precision reference. Prints the objective after every slot and each layer
 options:
   --scheduler NAME  sequential, round-robin, random, flop, bandit, bandit-epsilon,
                     bandit-softmax, gradient (docs/concepts.md)             [gradient]
-  --tuner NAME      per-layer tuner: autotvm or random                      [autotvm]
-  --budget T        configurations to measure, all layers together          [1200]
+  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):           [autotvm]
+)";
+
+const char* const usage_tail = R"(  --budget T        configurations to measure, all layers together          [1200]
   --seconds S       stop after S seconds of tuning (all layers' clocks)     [150]
   --slot N          configurations per slot                                 [16]
   --threads P       OpenMP threads per run                                  [all cores]
@@ -78,7 +81,9 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
       {.budget = {.trials = s.budget, .seconds = s.seconds}, .slot_trials = s.slot, .plan_size = s.slot});
   for (std::size_t i = 0; i < kernels.size(); ++i)
     mt.add_task(*kernels[i], {.weight = resnet18_weights[i], .tag = "conv2d"},
-                {.evaluator = tunekit::Deterministic({.warmup = 1, .repeat = 5})});
+                // 5 timed runs after a warm-up; adatune's adaptive evaluator with tune_conv2d's parameters.
+                {.evaluator = tunekit::preset_evaluator<TunerT>({.warmup = 1, .repeat = 5},
+                                                                {.max_runs = 100, .batch = 5})});
   if (!s.resume) std::filesystem::remove(s.log);
   // Exact resume: tune() re-runs the slots from the start with the same seed, taking the logged
   // measurements instead of measuring them again, and so continues as if never interrupted.
@@ -106,7 +111,7 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage);
+  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tunekit::preset_help(20) + usage_tail);
   Setup s;
   s.scheduler = cl.text("--scheduler", "gradient");
   s.tuner = cl.text("--tuner", "autotvm");
@@ -119,7 +124,11 @@ int main(int argc, char** argv) {
   s.resume = cl.flag("--resume");
   cl.reject_unknown();
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
-  if (s.tuner != "autotvm" && s.tuner != "random") cl.fail("unknown tuner '" + s.tuner + "' (available: autotvm, random)");
+  try {
+    tunekit::check_preset(s.tuner);
+  } catch (const std::invalid_argument& e) {
+    cl.fail(e.what());
+  }
   try {
     tunekit::make_scheduler(s.scheduler);
   } catch (const std::invalid_argument& e) {
@@ -137,8 +146,7 @@ int main(int argc, char** argv) {
       kernels.push_back(std::make_unique<tunekit::cpu::Conv2dKernel>(
           task.shape, tunekit::cpu::Conv2dOptions{.threads = s.threads, .seed = s.seed, .name = names.back()}));
     }
-    if (s.tuner == "random") return run<tunekit::RandomSearchTuner>(s, kernels, names);
-    return run<tunekit::AutoTvmTuner>(s, kernels, names);
+    return tunekit::with_preset(s.tuner, [&]<class TunerT>() { return run<TunerT>(s, kernels, names); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tune_resnet18: error: %s\n", e.what());
     return 1;

@@ -30,6 +30,7 @@
 #include "tunekit/optimizer/search_context.hpp"
 #include "tunekit/optimizer/selection.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"
+#include "tunekit/preset_registry.hpp"
 #include "tunekit/presets.hpp"
 #include "tunekit/random.hpp"
 #include "tunekit/records/log.hpp"

@@ -14,6 +14,7 @@
 
 #include <tunekit/multi_task_replay.hpp>
 #include <tunekit/replay_score.hpp>
+#include <tunekit/preset_registry.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 
@@ -22,7 +23,6 @@
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
-#include <type_traits>
 #include <limits>
 #include <string>
 #include <utility>
@@ -199,14 +199,8 @@ PipelineRuns live_pipeline(std::string name, K& kernel, std::string label, const
   PipelineRuns runs{.pipeline = std::move(name), .dataset = std::move(label), .optimum_ms = 0.0,
                     .flop = static_cast<double>(kernel.flop()), .seeds = {}};
   for (std::size_t seed = 0; seed < setup.seeds; ++seed) {
-    typename TunerT::Evaluator evaluator = [&] {
-      if constexpr (std::is_same_v<typename TunerT::Evaluator, tunekit::AdaptiveCV>)
-        return tunekit::AdaptiveCV(setup.adaptive);
-      else
-        return tunekit::Deterministic(setup.evaluator);
-    }();
     TunerT tuner(kernel.space(), {.budget = {.trials = setup.budget}, .plan_size = setup.plan_size},
-                 {.evaluator = std::move(evaluator)});
+                 {.evaluator = tunekit::preset_evaluator<TunerT>(setup.evaluator, setup.adaptive)});
     tunekit::Rng rng(seed);
     SeedRun run;
     const auto t0 = std::chrono::steady_clock::now();
@@ -382,6 +376,8 @@ struct LiveMultiSetup {
   std::size_t budget = 600;
   std::size_t slot_trials = 16;
   tunekit::DeterministicParams evaluator{.warmup = 1, .repeat = 5, .timeout_seconds = 5.0};
+  /// AdaTune's adaptive evaluator (task tuner adatune), with tune_conv2d's parameters.
+  tunekit::AdaptiveCVParams adaptive{.max_runs = 100, .batch = 5, .timeout_seconds = 5.0};
 };
 
 /// Runs a scheduler on live kernels (a range of kernels or of pointers to kernels) with their
@@ -396,7 +392,7 @@ struct LiveSchedulerRunner {
     return scheduler_runs<SchedulerT, TunerT>(
         std::move(name), kernels, tasks, setup.seeds,
         {.budget = {.trials = setup.budget}, .slot_trials = setup.slot_trials, .plan_size = setup.slot_trials},
-        {.evaluator = tunekit::Deterministic(setup.evaluator)});
+        {.evaluator = tunekit::preset_evaluator<TunerT>(setup.evaluator, setup.adaptive)});
   }
 };
 

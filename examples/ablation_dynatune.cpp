@@ -24,7 +24,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: ablation_dynatune [options]
+const char* const usage_head = R"(usage: ablation_dynatune [options]
 
 DynaTune's scheduler comparison replayed on recorded tuning spaces as the operators of one model
 (weight 1 each): the model latency (sum of the operators' best latencies, ms) against the
@@ -38,9 +38,11 @@ options:
                        times, in task order                                   [all four]
   --kernel SPEC        a live operator instead: resnet18.C1 .. resnet18.C12, or resnet18
                        for all 12; several times, in task order
-  --tuner NAME         each task's tuner: random (RandomSearchTuner) or autotvm
-                       (AutoTvmTuner, as DynaTune's XGB tuner; 2 minutes)     [random]
-  --seeds S            seeds 0 .. S-1                                   [15; live: 3]
+  --tuner NAME         each task's tuner, a preset (autotvm: DynaTune's XGB
+                       tuner; 2 minutes):                                     [random]
+)";
+
+const char* const usage_tail = R"(  --seeds S            seeds 0 .. S-1                                   [15; live: 3]
   --budget N           trials of all tasks together                 [800; live: 192]
   --slot N             trials per slot                                   [16; live: 8]
   --plan-size N        configurations per round of a task's tuner (replay; a slot
@@ -72,7 +74,7 @@ std::vector<ablation::SchedulerRuns> live_dynatune(const std::vector<std::string
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "ablation_dynatune", usage);
+  tunekit::cli::CommandLine cl(argc, argv, "ablation_dynatune", usage_head + tunekit::preset_help(23) + usage_tail);
   const auto kernels = ablation::kernels_option(cl);
   const bool live = !kernels.empty();
   ablation::MultiSetup setup;
@@ -89,7 +91,11 @@ int main(int argc, char** argv) {
   const std::size_t points = cl.count("--time-points", 100);
   const std::string out_path = cl.text("--out", "ablation_dynatune.csv");
   cl.reject_unknown();
-  if (tuner != "random" && tuner != "autotvm") cl.fail("unknown tuner '" + tuner + "' (available: random, autotvm)");
+  try {
+    tunekit::check_preset(tuner);
+  } catch (const std::invalid_argument& e) {
+    cl.fail(e.what());
+  }
   const std::size_t n_tasks = live ? kernels.size() : setup.datasets.size();
 
   try {
@@ -105,10 +111,9 @@ int main(int argc, char** argv) {
     std::printf("cells: median over seeds [95%% CI of the median: order statistics, distribution-free]\n");
     std::fflush(stdout);
     const ablation::LiveMultiSetup live_setup{.seeds = setup.seeds, .budget = setup.budget, .slot_trials = setup.slot_trials};
-    const auto all = live ? (tuner == "autotvm" ? live_dynatune<tunekit::AutoTvmTuner>(kernels, live_setup)
-                                                : live_dynatune<tunekit::RandomSearchTuner>(kernels, live_setup))
-                          : (tuner == "autotvm" ? ablation::dynatune_ablation<tunekit::AutoTvmTuner>(setup)
-                                                : ablation::dynatune_ablation<tunekit::RandomSearchTuner>(setup));
+    const auto all = tunekit::with_preset(tuner, [&]<class TunerT>() {
+      return live ? live_dynatune<TunerT>(kernels, live_setup) : ablation::dynatune_ablation<TunerT>(setup);
+    });
 
     // The common time axis: up to the shortest run (every run is defined there); the common
     // reference: the median final objective over all runs of all schedulers.

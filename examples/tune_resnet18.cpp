@@ -5,6 +5,7 @@
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/resnet18.hpp>
 #include <tunekit/multi_task_tuner.hpp>
+#include <tunekit/preset_registry.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 #include <tunekit/tunekit.hpp>
 
@@ -22,7 +23,7 @@
 
 namespace {
 
-const char* const usage = R"(usage: tune_resnet18 [options]
+const char* const usage_head = R"(usage: tune_resnet18 [options]
 
 Tunes tunekit's OpenMP conv2d on the 12 convolution layers of ResNet-18 (TVM's x86 workload
 list, batch 1) as one network: a scheduler gives slots of trials to the layers' tuners (each keeps
@@ -33,14 +34,18 @@ double-precision reference. Prints the objective after every slot and each layer
 options:
   --scheduler NAME  sequential, round-robin, random, flop, bandit, bandit-epsilon,
                     bandit-softmax, gradient (docs/concepts.md)             [gradient]
-  --tuner NAME      per-layer tuner: autotvm or random                      [autotvm]
-  --budget T        configurations to measure, all layers together          [1200]
+  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):           [autotvm]
+)";
+
+const char* const usage_tail = R"(  --budget T        configurations to measure, all layers together          [1200]
   --seconds S       stop after S seconds of tuning (all layers' clocks)     [150]
   --slot N          configurations per slot                                 [16]
   --threads P       OpenMP threads per run                                  [all cores]
   --seed X          seed of the search and of the random data               [1]
   --log FILE        tuning log, one JSON line per measurement   [tune_resnet18.jsonl]
-  --resume          continue from the log instead of starting a new one
+  --resume          continue a killed run from its log instead of starting a new one: with
+                    the same options and --seed it replays the logged measurements and ends
+                    as the uninterrupted run would have (when --budget ends it, not --seconds)
   --help            this text
 )";
 
@@ -76,9 +81,14 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
       {.budget = {.trials = s.budget, .seconds = s.seconds}, .slot_trials = s.slot, .plan_size = s.slot});
   for (std::size_t i = 0; i < kernels.size(); ++i)
     mt.add_task(*kernels[i], {.weight = resnet18_weights[i], .tag = "conv2d"},
-                {.evaluator = tunekit::Deterministic({.warmup = 1, .repeat = 5})});
+                // 5 timed runs after a warm-up; adatune's adaptive evaluator with tune_conv2d's parameters.
+                {.evaluator = tunekit::preset_evaluator<TunerT>({.warmup = 1, .repeat = 5},
+                                                                {.max_runs = 100, .batch = 5})});
   if (!s.resume) std::filesystem::remove(s.log);
-  if (const auto n = mt.resume(s.log)) std::printf("resumed %zu measurements from %s\n", n, s.log.c_str());
+  // Exact resume: tune() re-runs the slots from the start with the same seed, taking the logged
+  // measurements instead of measuring them again, and so continues as if never interrupted.
+  if (const auto n = tunekit::resume_exact(mt, s.log))
+    std::printf("resuming: %zu measurements from %s replayed, not measured again\n", n, s.log.c_str());
   tunekit::Rng rng(s.seed);
   const auto r = mt.tune(kernels, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
   std::printf("\n%s: %zu configurations in %zu slots, %.1f s on the tuning clock (%.1f s measuring, %.2f s "
@@ -101,7 +111,7 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage);
+  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tunekit::preset_help(20) + usage_tail);
   Setup s;
   s.scheduler = cl.text("--scheduler", "gradient");
   s.tuner = cl.text("--tuner", "autotvm");
@@ -114,7 +124,11 @@ int main(int argc, char** argv) {
   s.resume = cl.flag("--resume");
   cl.reject_unknown();
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
-  if (s.tuner != "autotvm" && s.tuner != "random") cl.fail("unknown tuner '" + s.tuner + "' (available: autotvm, random)");
+  try {
+    tunekit::check_preset(s.tuner);
+  } catch (const std::invalid_argument& e) {
+    cl.fail(e.what());
+  }
   try {
     tunekit::make_scheduler(s.scheduler);
   } catch (const std::invalid_argument& e) {
@@ -132,8 +146,7 @@ int main(int argc, char** argv) {
       kernels.push_back(std::make_unique<tunekit::cpu::Conv2dKernel>(
           task.shape, tunekit::cpu::Conv2dOptions{.threads = s.threads, .seed = s.seed, .name = names.back()}));
     }
-    if (s.tuner == "random") return run<tunekit::RandomSearchTuner>(s, kernels, names);
-    return run<tunekit::AutoTvmTuner>(s, kernels, names);
+    return tunekit::with_preset(s.tuner, [&]<class TunerT>() { return run<TunerT>(s, kernels, names); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tune_resnet18: error: %s\n", e.what());
     return 1;

@@ -13,18 +13,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace examples {
-
-/// The presets a program accepts for --tuner.
-inline const char* const tuner_names = "adatune, rfei-csa, autotvm, chameleon, sa-as, ppo, random";
-inline bool known_tuner(const std::string& name) {
-  return name == "adatune" || name == "rfei-csa" || name == "autotvm" || name == "chameleon" || name == "sa-as" ||
-         name == "ppo" || name == "random";
-}
 
 struct TuningSetup {
   std::string tuner = "adatune";
@@ -65,7 +57,7 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--seconds S", "stop after S seconds of tuning (" + clock + ")", seconds);
   line("--seed X", "seed of the search and of the random " + data, std::to_string(d.seed));
   line("--tuner NAME", "the preset, one of (docs/concepts.md):", d.tuner);
-  text += std::string("                    ") + tuner_names + "\n";
+  text += tunekit::preset_help(20);
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
@@ -92,7 +84,11 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
-  if (!known_tuner(s.tuner)) cl.fail("unknown tuner '" + s.tuner + "' (available: " + tuner_names + ")");
+  try {
+    tunekit::check_preset(s.tuner);
+  } catch (const std::invalid_argument& e) {
+    cl.fail(e.what());
+  }
   if (s.plan_size == 0) cl.fail("--plan-size must be at least 1");
   return s;
 }
@@ -110,14 +106,8 @@ struct TuningOutcome {
 
 template <class TunerT, class K>
 TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
-  typename TunerT::Evaluator evaluator = [&] {
-    if constexpr (std::is_same_v<typename TunerT::Evaluator, tunekit::AdaptiveCV>)
-      return tunekit::AdaptiveCV(s.adaptive);
-    else
-      return tunekit::Deterministic(s.evaluator);
-  }();
   TunerT tuner(kernel.space(), {.budget = {.trials = s.budget, .seconds = s.seconds}, .plan_size = s.plan_size},
-               {.evaluator = std::move(evaluator)});
+               {.evaluator = tunekit::preset_evaluator<TunerT>(s.evaluator, s.adaptive)});
   if (!s.resume) std::filesystem::remove(s.log);
   // Exact resume: tune() re-runs the search from the start with the same seed, taking the
   // logged measurements instead of measuring, and goes on as if the run had never been killed.
@@ -142,17 +132,12 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   return out;
 }
 
-/// Tunes the kernel with the preset named s.tuner (see known_tuner).
+/// Tunes the kernel with the preset named s.tuner (tunekit::with_preset; every preset: grid
+/// measures the first configurations in lexicographic order, the baseline without any search).
 template <class K>
 TuningOutcome tune(K& kernel, const TuningSetup& s) {
   std::printf("tuner: %s, %zu configurations per round\n", s.tuner.c_str(), s.plan_size);
-  if (s.tuner == "adatune") return tune_with<tunekit::AdaTuneTuner>(kernel, s);
-  if (s.tuner == "rfei-csa") return tune_with<tunekit::RfEiCsaTuner>(kernel, s);
-  if (s.tuner == "autotvm") return tune_with<tunekit::AutoTvmTuner>(kernel, s);
-  if (s.tuner == "chameleon") return tune_with<tunekit::ChameleonTuner>(kernel, s);
-  if (s.tuner == "sa-as") return tune_with<tunekit::SaAsTuner>(kernel, s);
-  if (s.tuner == "ppo") return tune_with<tunekit::PpoTuner>(kernel, s);
-  return tune_with<tunekit::RandomSearchTuner>(kernel, s);
+  return tunekit::with_preset(s.tuner, [&]<class TunerT>() { return tune_with<TunerT>(kernel, s); });
 }
 
 /// The median seconds of each of the timers (callables returning the seconds of one run), timed

@@ -5,6 +5,7 @@
 #include <tunekit/replay/kernel_tuner_cache.hpp>
 #include <tunekit/multi_task_replay.hpp>
 #include <tunekit/replay_score.hpp>
+#include <tunekit/preset_registry.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 
 #include "cli.hpp"
@@ -20,14 +21,13 @@
 #include <functional>
 #include <span>
 #include <iostream>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
 
-const char* const usage = R"(usage: tunekit-replay --dataset FILE.csv [options]
+const char* const usage_head = R"(usage: tunekit-replay --dataset FILE.csv [options]
 
 Replays a tuner on a recorded, brute-force-measured tuning space: every measurement is answered
 with the dataset's recorded samples, so the search sees real noise and real failures.
@@ -35,9 +35,10 @@ with the dataset's recorded samples, so the search sees real noise and real fail
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
                          Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
-  --tuner NAME           tuner preset: random, grid, autotvm, adatune, rfei-sa,
-                         rfei-csa, chameleon, sa-as, ppo (docs/concepts.md)       [random]
-  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
+  --tuner NAME           tuner preset (docs/concepts.md):                         [random]
+)";
+
+const char* const usage_tail = R"(  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
   --budget N             distinct configs measured per run, failed ones included  [400]
   --seeds S              runs with seeds 0 .. S-1                                 [25]
   --flop F               FLOP per kernel run, to print GFLOPS                     [unknown]
@@ -219,21 +220,6 @@ Runners runners() {
   return {runner<TunerT>(), multi_runner<TunerT>()};
 }
 
-const std::map<std::string, Runners>& tuners() {
-  static const std::map<std::string, Runners> t = {
-      {"random", runners<tunekit::RandomSearchTuner>()},
-      {"grid", runners<tunekit::GridSearchTuner>()},
-      {"autotvm", runners<tunekit::AutoTvmTuner>()},
-      {"adatune", runners<tunekit::AdaTuneTuner>()},
-      {"rfei-sa", runners<tunekit::RfEiSaTuner>()},
-      {"rfei-csa", runners<tunekit::RfEiCsaTuner>()},
-      {"chameleon", runners<tunekit::ChameleonTuner>()},
-      {"sa-as", runners<tunekit::SaAsTuner>()},
-      {"ppo", runners<tunekit::PpoTuner>()},
-  };
-  return t;
-}
-
 nlohmann::json median_or_null(const std::vector<double>& v) {
   const double m = tunekit::quantile(v, 0.5);
   return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(nullptr);
@@ -386,17 +372,16 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
 }  // namespace
 
 int main(int argc, char** argv) {
-  tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage);
+  tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage_head + tunekit::preset_help(25) + usage_tail);
   const Args args = parse(cl);
-  const auto& table = tuners();
-  const auto it = table.find(args.tuner);
-  if (it == table.end()) {
-    std::string names;
-    for (const auto& [name, fn] : table) names += (names.empty() ? "" : ", ") + name;
-    cl.fail("unknown tuner '" + args.tuner + "' (available: " + names + ")");
+  Runners run;
+  try {
+    run = tunekit::with_preset(args.tuner, []<class TunerT>() { return runners<TunerT>(); });
+  } catch (const std::invalid_argument& e) {
+    cl.fail(e.what());
   }
 
-  if (args.multi) return run_multi(args, it->second.multi, cl);
+  if (args.multi) return run_multi(args, run.multi, cl);
   try {
     auto kernel = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
     const std::size_t valid = kernel.row_count();
@@ -415,7 +400,7 @@ int main(int argc, char** argv) {
     std::vector<tunekit::ReplayTrace> traces;
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
-      traces.push_back(it->second.single(kernel, args, rng));
+      traces.push_back(run.single(kernel, args, rng));
       const auto& t = traces.back();
       double best_ms = std::numeric_limits<double>::infinity(), measuring = 0.0;
       for (std::size_t i = 0; i < t.trials.size(); ++i) {

@@ -5,14 +5,12 @@
 /// tasks' best latencies.
 
 #include "tunekit/concepts.hpp"
-#include "tunekit/records/log.hpp"
 #include "tunekit/tuner.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <span>
@@ -135,22 +133,34 @@ bool call_on_slot(C& c, const MultiTaskState& s) {
 }
 }  // namespace detail
 
-/// A multi-task callback: `on_measured(const TuningState&, const Trial&)` (the state of the task
-/// measured; LogToFile and the other single-task callbacks work unchanged) and/or
-/// `on_slot(const MultiTaskState&)` after every slot; either may return bool: true stops.
+/// A multi-task callback: the single-task hooks on_begin, on_measured and on_end (called as
+/// Tuner::tune calls them, with the TuningState of the task measured and the run's budget,
+/// clock and trial count; LogToFile, ProgressBar and the other single-task callbacks work
+/// unchanged) and/or `on_slot(const MultiTaskState&)` after every slot; on_measured and on_slot
+/// may return bool: true stops. (on_round is not called: a slot is the multi-task round.)
 template <class C>
-concept MultiTaskCallback = detail::HasOnMeasured<C> || detail::HasOnSlot<C>;
+concept MultiTaskCallback =
+    detail::HasOnBegin<C> || detail::HasOnMeasured<C> || detail::HasOnEnd<C> || detail::HasOnSlot<C>;
 
 template <class C>
 constexpr bool check_multi_task_callback() {
-  static_assert(MultiTaskCallback<C>, "tunekit::MultiTaskCallback: a callback needs on_measured(const "
-                                      "TuningState&, const Trial&) or on_slot(const MultiTaskState&)");
+  static_assert(MultiTaskCallback<C>, "tunekit::MultiTaskCallback: a callback needs on_begin(const TuningState&), "
+                                      "on_measured(const TuningState&, const Trial&), on_end(const "
+                                      "TuningState&) or on_slot(const MultiTaskState&)");
   return MultiTaskCallback<C>;
 }
 
 /// Tunes a set of weighted tasks, each with its own `TunerT` (model, optimizer and history kept
-/// between its slots: the tuner is driven by ask/tell), in slots chosen by `SchedulerT`. The
-/// objective, sum_i weight_i x best latency_i, is recorded after every measurement.
+/// between its slots: the tuner is driven by ask and Tuner::trial, the step of Tuner::tune), in
+/// slots chosen by `SchedulerT`. The objective, sum_i weight_i x best latency_i, is recorded
+/// after every measurement.
+///
+/// Measurement noise: `tune` draws one measurement seed from the caller's generator before
+/// anything else; task k measures its trial i with Tuner::measurement_rng(task_measurement_seed(
+/// seed, k), i). A trial's noise so depends on the seed, its task and its position in that task's
+/// history only, and a run resumed by re-execution (`resume_exact(multi_task_tuner, log)` in
+/// records/log.hpp) takes the same path as an uninterrupted one: same trials, same order, same
+/// objective (for a trial budget and slots of trials; seconds also depend on search time).
 template <class SchedulerT, class TunerT>
 class MultiTaskTuner {
   static_assert(check_scheduler<SchedulerT>());
@@ -191,21 +201,6 @@ class MultiTaskTuner {
     return add_task(kernel.space(), std::move(task), std::move(parts));
   }
 
-  /// Feeds every task the records of its name from a log (the multi-task log written by
-  /// LogToFile), so tuning continues without measuring anything again. Returns the records taken.
-  std::size_t resume(const std::filesystem::path& log, std::ostream* warnings = &std::cerr) {
-    std::error_code ec;
-    if (!std::filesystem::exists(log, ec) || std::filesystem::file_size(log, ec) == 0) return 0;
-    std::size_t taken = 0;
-    for (auto& t : tasks_)
-      for (const auto& r : read_records(log, t.tuner.space(), t.options.name, warnings))
-        if (!t.tuner.history().contains(t.tuner.space().to_index(r.config))) {
-          t.tuner.tell(r.config, r.measurement);
-          ++taken;
-        }
-    return taken;
-  }
-
   /// Tunes until the budget is spent, no task takes another slot, or a callback returns true.
   /// kernels[i] is task i's kernel: any random-access range of kernels (a vector, a span) or of
   /// pointers to kernels (raw or smart, for kernels that cannot be moved). Continues from the
@@ -231,7 +226,9 @@ class MultiTaskTuner {
       if (kernel_at(i).space().dimensions() != tasks_[i].tuner.space().dimensions())
         throw std::invalid_argument("MultiTaskTuner::tune: kernel " + std::to_string(i) +
                                     "'s space differs from task '" + tasks_[i].options.name + "'s");
+    const std::uint64_t measurement_seed = rng();
     const auto wall0 = std::chrono::steady_clock::now();
+    (detail::call_on_begin(callbacks, tasks_[0].tuner.state(loop(0, measurement_seed, wall0))), ...);
     if constexpr (detail::HasSchedulerBegin<SchedulerT>) {
       std::size_t slots = std::numeric_limits<std::size_t>::max();
       if (options_.slot_seconds > 0) {
@@ -264,7 +261,7 @@ class MultiTaskTuner {
       }
       if (progress_[k].finished)
         throw std::logic_error("scheduler chose finished task '" + tasks_[k].options.name + "'");
-      bool stop = run_slot(k, kernel_at(k), rng, wall0, callbacks...);
+      bool stop = run_slot(k, kernel_at(k), rng, loop(k, measurement_seed, wall0), callbacks...);
       const MultiTaskState state{std::span<const TaskProgress>(progress_), objective_, slots_ - 1, k};
       stop = (detail::call_on_slot(callbacks, state) | ... | stop);
       if (stop) {
@@ -272,10 +269,21 @@ class MultiTaskTuner {
         break;
       }
     }
+    for (auto& t : tasks_)
+      t.tuner.take_unused_recorded(std::string("the run stopped (") + to_string(result.reason) + ")");
+    [[maybe_unused]] const std::size_t last = slot_tasks_.empty() ? 0 : slot_tasks_.back();
+    (detail::call_on_end(callbacks, tasks_[last].tuner.state(loop(last, measurement_seed, wall0))), ...);
     result.trials = trials();
     result.slots = slots_;
     result.objective = objective();
     return result;
+  }
+
+  /// The seed of task `task`'s measurement streams under the run's `measurement_seed` (tune's
+  /// first draw): its trial i is measured with Tuner::measurement_rng(this, i).
+  static std::uint64_t task_measurement_seed(std::uint64_t measurement_seed, std::size_t task) {
+    Rng stream = derive_stream(measurement_seed, task);
+    return stream();
   }
 
   std::size_t task_count() const noexcept { return tasks_.size(); }
@@ -329,11 +337,23 @@ class MultiTaskTuner {
     objective_.push_back(ObjectivePoint{trials(), slot, task, seconds(), measure_seconds(), objective()});
   }
 
+  // Task k's part in the run: its measurement seed, the budget, and the rest of the run.
+  TrialLoop loop(std::size_t k, std::uint64_t measurement_seed, std::chrono::steady_clock::time_point wall0) const {
+    const TunerT& tuner = tasks_[k].tuner;
+    return TrialLoop{.measurement_seed = task_measurement_seed(measurement_seed, k),
+                     .budget_trials = options_.budget.trials,
+                     .budget_seconds = options_.budget.seconds,
+                     .wall0 = wall0,
+                     .round = slots_,
+                     .other_trials = trials() - tuner.history().size(),
+                     .other_seconds = seconds() - tuner.tuning_seconds(),
+                     .tasks = tasks_.size()};
+  }
+
+  // One slot of task k: trials (Tuner::trial) until the slot, the budget or a callback ends it.
   template <class K, class... Callbacks>
-  bool run_slot(std::size_t k, K& kernel, Rng& rng, std::chrono::steady_clock::time_point wall0,
-                Callbacks&... callbacks) {
-    Task& task = tasks_[k];
-    TunerT& tuner = task.tuner;
+  bool run_slot(std::size_t k, K& kernel, Rng& rng, const TrialLoop& loop, Callbacks&... callbacks) {
+    TunerT& tuner = tasks_[k].tuner;
     const std::size_t slot = slots_;
     const std::size_t trials0 = tuner.history().size();
     const double clock0 = tuner.tuning_seconds();
@@ -350,19 +370,10 @@ class MultiTaskTuner {
         break;
       }
       for (const auto& c : batch) {
-        const Trial& t = tuner.tell(c, tuner.evaluator().measure(kernel, c, rng));
+        const TrialResult r = tuner.trial(kernel, c, loop, callbacks...);
+        if (r == TrialResult::ask_again) break;
         record(slot, k);
-        [[maybe_unused]] const TuningState state{tuner.space(),
-                                                 tuner.history(),
-                                                 tuner.options().task,
-                                                 tuner.options().device,
-                                                 tuner.options().flop,
-                                                 options_.budget.trials,
-                                                 options_.budget.seconds,
-                                                 tuner.tuning_seconds(),
-                                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
-                                                 slot};
-        stop = (detail::call_on_measured(callbacks, state, t) | ... | false);
+        stop = r == TrialResult::stop;
         const std::size_t done = tuner.history().size() - trials0;
         slot_over = options_.slot_seconds > 0 ? tuner.tuning_seconds() - clock0 >= options_.slot_seconds
                                               : done >= options_.slot_trials;

@@ -32,6 +32,7 @@
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/selection.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"
+#include "tunekit/preset_registry.hpp"
 #include "tunekit/presets.hpp"
 #include "tunekit/records/log.hpp"
 #include "tunekit/records/record.hpp"

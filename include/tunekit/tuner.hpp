@@ -115,6 +115,39 @@ void call_on_end(C& c, const TuningState& s) {
 
 }  // namespace detail
 
+/// The loop that drives a tuner's trials (`Tuner::tune`, or a MultiTaskTuner's slots): how its
+/// trials are measured and what callbacks see of the run beyond the tuner's own task. Both loops
+/// take their trials with `Tuner::trial` and build callback states with `Tuner::state` from it.
+struct TrialLoop {
+  /// Trial i of the tuner (its position in the history) is measured with
+  /// `Tuner::measurement_rng(measurement_seed, i)`.
+  std::uint64_t measurement_seed = 0;
+  /// The run's budget (of all its tasks, in a multi-task run).
+  std::size_t budget_trials = 0;
+  double budget_seconds = std::numeric_limits<double>::infinity();
+  /// When the run began, for TuningState::wall_seconds.
+  std::chrono::steady_clock::time_point wall0 = std::chrono::steady_clock::now();
+  /// Rounds (tune) or slots (MultiTaskTuner) completed.
+  std::size_t round = 0;
+  /// The rest of the run: trials of its other tasks, its clock outside this tuner (the other
+  /// tasks' tuning clocks and the scheduler's time), and its number of tasks. 0, 0, 1 for tune.
+  std::size_t other_trials = 0;
+  double other_seconds = 0.0;
+  std::size_t tasks = 1;
+};
+
+/// What one `Tuner::trial` did.
+enum class TrialResult {
+  /// The config was measured (or taken from the records of an exact resume) and told.
+  told,
+  /// As told, and a callback's on_measured returned true: the run stops.
+  stop,
+  /// Nothing told: the config is not recorded while recorded measurements (exact resume) were
+  /// unused; those were told as recorded (one warning) and the configs asked but not told
+  /// forgotten. The loop drops the rest of its batch and asks again.
+  ask_again,
+};
+
 /// The single-task tuning loop, one policy per template argument:
 /// - `SurrogateT`: the cost model fitted on the history every round (NoSurrogate: none);
 /// - `AcquisitionT`: scores the model's predictions;
@@ -131,9 +164,11 @@ void call_on_end(C& c, const TuningState& s) {
 ///       tuner.tell(c, evaluator.measure(kernel, c, m));
 ///     }
 ///
-/// Measuring with a stream of its own per trial keeps the evaluator from advancing the generator
-/// that `ask` draws from, so a run resumed by re-execution (`set_recorded`, used by
-/// `resume_exact` in records/log.hpp) takes the same path as an uninterrupted one.
+/// `trial(kernel, config, loop, callbacks...)` is that loop's body with exact resume and the
+/// callbacks (tune and MultiTaskTuner take every trial with it). Measuring with a stream of its
+/// own per trial keeps the evaluator from advancing the generator that `ask` draws from, so a
+/// run resumed by re-execution (`set_recorded`, used by `resume_exact` in records/log.hpp) takes
+/// the same path as an uninterrupted one.
 template <class SurrogateT = NoSurrogate, class AcquisitionT = PredictedMean,
           class OptimizerT = RandomSearch, class EvaluatorT = Deterministic>
 class Tuner {
@@ -276,24 +311,11 @@ class Tuner {
     if constexpr (requires { kernel.device(); })
       if (options_.device.empty()) options_.device = kernel.device();
 
-    const std::uint64_t measurement_seed = rng();
-    const auto wall0 = std::chrono::steady_clock::now();
-    std::size_t round = 0;
-    bool replayed = false;
-    auto state = [&] {
-      return TuningState{space_,
-                         history_,
-                         options_.task,
-                         options_.device,
-                         options_.flop,
-                         options_.budget.trials,
-                         options_.budget.seconds,
-                         tuning_seconds(),
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
-                         round,
-                         replayed};
-    };
-    (detail::call_on_begin(callbacks, state()), ...);
+    TrialLoop loop{.measurement_seed = rng(),
+                   .budget_trials = options_.budget.trials,
+                   .budget_seconds = options_.budget.seconds,
+                   .wall0 = std::chrono::steady_clock::now()};
+    (detail::call_on_begin(callbacks, state(loop)), ...);
 
     TuneResult result;
     for (;;) {
@@ -313,43 +335,22 @@ class Tuner {
       }
       bool stop = false;
       for (const auto& c : batch) {
-        replayed = false;
-        std::optional<Measurement> m;
-        if (recorded_left_ > 0) {
-          if (const auto it = recorded_at_.find(space_.to_index(c)); it != recorded_at_.end()) {
-            auto& r = recorded_[it->second];
-            r.used = true;
-            --recorded_left_;
-            m = std::move(r.measurement);
-            replayed = true;
-          } else {
-            // The run left the recorded path: take the rest as recorded, ask again knowing them.
-            tell_unused_recorded("the run proposed " + space_.describe(c) + ", which is not recorded");
-            forget_pending();
-            break;
-          }
-        }
-        if (!m) {
-          Rng measurement_rng_i = measurement_rng(measurement_seed, history_.size());
-          m = parts_.evaluator.measure(kernel, c, measurement_rng_i);
-        }
-        const Trial& t = tell(c, std::move(*m));
-        [[maybe_unused]] const auto s = state();
-        stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+        const TrialResult r = trial(kernel, c, loop, callbacks...);
+        if (r == TrialResult::ask_again) break;
+        stop = r == TrialResult::stop;
         if (stop || tuning_seconds() >= options_.budget.seconds) break;
       }
-      replayed = false;
-      ++round;
-      [[maybe_unused]] const auto s = state();
+      ++loop.round;
+      [[maybe_unused]] const TuningState s = state(loop);
       stop = (detail::call_on_round(callbacks, s) | ... | stop);
       if (stop) {
         result.reason = StopReason::callback;
         break;
       }
     }
-    if (recorded_left_ > 0) tell_unused_recorded(std::string("the run stopped (") + to_string(result.reason) + ")");
+    take_unused_recorded(std::string("the run stopped (") + to_string(result.reason) + ")");
     forget_pending();
-    (detail::call_on_end(callbacks, state()), ...);
+    (detail::call_on_end(callbacks, state(loop)), ...);
     if (const Trial* b = history_.best()) result.best = *b;
     result.trials = history_.size();
     return result;
@@ -374,9 +375,64 @@ class Tuner {
     return b ? b->measurement.throughput(flop_or_one()) : 0.0;
   }
 
- private:
-  // Tells the recorded measurements not used yet, in their recorded order, and warns once.
-  void tell_unused_recorded(const std::string& why) {
+  /// One trial of a tuning loop, the step `tune` and MultiTaskTuner's slots both take: the
+  /// measurement of `c` recorded for an exact resume (set_recorded) if there is one, else
+  /// `c` measured by the evaluator with `measurement_rng(loop.measurement_seed, i)` (i: the
+  /// trial's position in the history); then `tell`, and every callback's on_measured with
+  /// `state(loop, replayed)`. A config that is not recorded while recorded measurements are
+  /// unused ends the exact resume (see TrialResult::ask_again).
+  template <class K, class... Callbacks>
+  TrialResult trial(K& kernel, const Config& c, const TrialLoop& loop, Callbacks&... callbacks) {
+    std::optional<Measurement> m;
+    if (recorded_left_ > 0) {
+      const auto it = recorded_at_.find(space_.to_index(c));
+      if (it == recorded_at_.end()) {
+        // The run left the recorded path: take the rest as recorded, ask again knowing them.
+        take_unused_recorded("the run proposed " + space_.describe(c) + ", which is not recorded");
+        forget_pending();
+        return TrialResult::ask_again;
+      }
+      auto& r = recorded_[it->second];
+      r.used = true;
+      --recorded_left_;
+      m = std::move(r.measurement);
+    }
+    const bool replayed = m.has_value();
+    if (!replayed) {
+      Rng rng = measurement_rng(loop.measurement_seed, history_.size());
+      m = parts_.evaluator.measure(kernel, c, rng);
+    }
+    const Trial& t = tell(c, std::move(*m));
+    [[maybe_unused]] const TuningState s = state(loop, replayed);
+    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+    return stop ? TrialResult::stop : TrialResult::told;
+  }
+
+  /// What callbacks see of this tuner in the run `loop` drives; `replayed`: the trial just told
+  /// came from the records of an exact resume.
+  TuningState state(const TrialLoop& loop, bool replayed = false) const {
+    return TuningState{
+        .space = space_,
+        .history = history_,
+        .task = options_.task,
+        .device = options_.device,
+        .flop = options_.flop,
+        .budget_trials = loop.budget_trials,
+        .budget_seconds = loop.budget_seconds,
+        .tuning_seconds = loop.other_seconds + tuning_seconds(),
+        .wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.wall0).count(),
+        .round = loop.round,
+        .replayed = replayed,
+        .trials = loop.other_trials + history_.size(),
+        .tasks = loop.tasks,
+    };
+  }
+
+  /// Tells the recorded measurements (set_recorded) not used yet, in their recorded order, with
+  /// one warning saying `why`; a loop calls it when it stops, so that nothing recorded is lost.
+  /// Does nothing when none is left.
+  void take_unused_recorded(const std::string& why) {
+    if (recorded_left_ == 0) return;
     if (recorded_warnings_)
       *recorded_warnings_ << "tunekit: warning: " << (recorded_source_.empty() ? "exact resume" : recorded_source_)
                           << ": " << why << " while " << recorded_left_
@@ -390,6 +446,7 @@ class Tuner {
     recorded_left_ = 0;
   }
 
+ private:
   double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
 
   // The surrogate's target: throughput relative to the best measured (AutoTVM normalises its

@@ -1,5 +1,7 @@
-// MultiTaskTuner on synthetic kernels: slots, budget, objective history, per-task logs, resume.
+// MultiTaskTuner on synthetic kernels: slots, budget, objective history, per-task logs, resume,
+// exact resume, and the single-task hooks (on_begin, on_end; ProgressBar).
 #include <tunekit/callbacks/log_to_file.hpp>
+#include <tunekit/callbacks/progress_bar.hpp>
 #include <tunekit/multi_task_tuner.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/scheduler/round_robin.hpp>
@@ -10,6 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,7 +105,7 @@ TEST_CASE("MultiTaskTuner: slots of seconds, exhausted spaces, logs and resume")
   // A new tuner resumes both tasks from the one log and continues without re-measuring.
   MultiTaskTuner<Sequential, RandomSearchTuner> again(Sequential({.slots_per_task = 3}), {.budget = {.trials = 50}, .slot_trials = 5});
   for (auto& k : kernels) again.add_task(k, {});
-  CHECK(again.resume(log) == 40);
+  CHECK(resume(again, log) == 40);
   Rng rng(3);
   const auto r = again.tune(std::span<Bowl>(kernels), rng);
   CHECK(r.trials == 50);
@@ -135,4 +141,91 @@ TEST_CASE("MultiTaskTuner rejects bad parameters with the parameter's name") {
   std::vector<Bowl> two{k, k};
   Rng rng(1);
   CHECK(message([&] { mt.tune(std::span<Bowl>(two), rng); }).find("kernels") != std::string::npos);
+}
+
+namespace {
+// The lines of a text, without the newline after the last.
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+// A log line without its timestamp (the rest is the record: task, config, measurement).
+std::string without_timestamp(const std::string& line) { return line.substr(0, line.find("\"timestamp\"")); }
+}  // namespace
+
+TEST_CASE("MultiTaskTuner calls on_begin and on_end, and ProgressBar shows the run's trials") {
+  std::vector<Bowl> kernels{{"a", 1e-3, 200}, {"b", 2e-3, 200}, {"c", 5e-4, 200}};
+  MultiTaskTuner<RoundRobin, RandomSearchTuner> mt({}, {.budget = {.trials = 100}, .slot_trials = 8, .plan_size = 4});
+  for (auto& k : kernels) mt.add_task(k, {});
+  struct Hooks {
+    std::vector<std::string> calls;
+    void on_begin(const TuningState& s) { calls.push_back("begin " + std::to_string(s.trials) + " " + s.task); }
+    void on_end(const TuningState& s) { calls.push_back("end " + std::to_string(s.trials) + " " + s.task); }
+  } hooks;
+  std::ostringstream out;
+  Rng rng(1);
+  mt.tune(std::span<Bowl>(kernels), rng, hooks, ProgressBar(out, /*in_place=*/false));
+  // Slot 13 (of 4 trials) is task a's: the last slot.
+  CHECK(hooks.calls == std::vector<std::string>{"begin 0 a", "end 100 a"});
+  // A line at every tenth of the run's budget, counting all tasks' trials, naming the task.
+  const auto lines = text_lines(out.str());
+  REQUIRE(lines.size() == 10);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    CHECK(lines[i].rfind("[" + std::to_string(10 * (i + 1)) + "/100] best ", 0) == 0);
+    CHECK(lines[i].find(" | task ") != std::string::npos);
+  }
+  // Trial 10 is the second of slot 2 (task b); trial 100 the last of slot 13 (task a).
+  CHECK(lines[0].substr(lines[0].size() - 9) == " | task b");
+  CHECK(lines[9].substr(lines[9].size() - 9) == " | task a");
+}
+
+TEST_CASE("MultiTaskTuner: exact resume from a cut log continues as the uninterrupted run") {
+  test::TempDir dir;
+  const auto full = dir.path / "full.jsonl", cut = dir.path / "cut.jsonl";
+  std::vector<Bowl> kernels{{"a", 1e-3, 200}, {"b", 2e-3, 300}, {"c", 5e-4, 100}};
+  using MT = MultiTaskTuner<RoundRobin, AutoTvmTuner>;
+  auto make = [&] {
+    MT mt({}, {.budget = {.trials = 70}, .slot_trials = 10, .plan_size = 4});
+    for (auto& k : kernels) mt.add_task(k, {});
+    return mt;
+  };
+  MT reference = make();
+  Rng rng(5);
+  reference.tune(std::span<Bowl>(kernels), rng, LogToFile(full));
+  const auto full_lines = text_lines(slurp(full));
+  REQUIRE(full_lines.size() == 70);
+  for (std::size_t keep : {0, 1, 23, 40, 69}) {
+    CAPTURE(keep);
+    {
+      std::ofstream o(cut, std::ios::trunc);
+      for (std::size_t i = 0; i < keep; ++i) o << full_lines[i] << '\n';
+    }
+    MT resumed = make();
+    std::ostringstream warn;
+    CHECK(resume_exact(resumed, cut, &warn) == keep);
+    Rng r2(5);
+    resumed.tune(std::span<Bowl>(kernels), r2, LogToFile(cut, &warn));
+    CHECK(warn.str().empty());
+    CHECK(resumed.slot_tasks() == reference.slot_tasks());
+    CHECK(resumed.objective() == reference.objective());
+    const auto lines = text_lines(slurp(cut));
+    REQUIRE(lines.size() == 70);
+    for (std::size_t i = 0; i < 70; ++i) CHECK(without_timestamp(lines[i]) == without_timestamp(full_lines[i]));
+  }
+  // A resumed multi-task tuner must be fresh, and the log must hold records of its tasks.
+  MT used = make();
+  Rng r3(5);
+  used.tune(std::span<Bowl>(kernels), r3);
+  CHECK_THROWS_AS((void)resume_exact(used, full), std::invalid_argument);
+  MultiTaskTuner<RoundRobin, AutoTvmTuner> other({}, {});
+  other.add_task(Bowl("z", 1e-3, 10), {});
+  std::ostringstream warn;
+  CHECK_THROWS_AS((void)resume_exact(other, full, &warn), RecordError);
 }

@@ -4,8 +4,12 @@
 // Then fault injection: a run is killed at random moments (at least 20 times) and restarted with
 // exact resume each time; it must end with every measurement logged exactly once, the same
 // configs in the same order as an uninterrupted run with the same seed, and the same best.
+// Last, a multi-task run killed mid-slot and resumed exactly: the same trials in the same order
+// and the same objective as an uninterrupted one, every record logged once.
 #include <tunekit/callbacks/log_to_file.hpp>
 #include <tunekit/replay/replay_kernel.hpp>
+#include <tunekit/multi_task_tuner.hpp>
+#include <tunekit/scheduler/random_slots.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/records/log.hpp>
 #include <tunekit/core/history.hpp>
@@ -98,6 +102,50 @@ constexpr std::size_t kill_after_lines = 40;
 constexpr std::uint64_t seed = 12345;
 constexpr auto max_wait = std::chrono::seconds(60);
 
+// Forks a child that runs `child_run` (a tuning run logging to `log`; returns the child's exit
+// code; no doctest, no OpenMP, no atexit in the child), waits (bounded) until the log holds
+// `lines` complete lines, and kills the child with SIGKILL. Returns the complete lines at the kill.
+template <class ChildRun>
+std::size_t run_and_kill(const fs::path& log, std::size_t lines, ChildRun child_run) {
+  ChildGuard child;
+  child.pid = ::fork();
+  REQUIRE(child.pid >= 0);
+  if (child.pid == 0) {
+    int code = 3;
+    try {
+      code = child_run();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  bool exited_early = false;
+  while (complete_lines(log) < lines) {
+    int st = 0;
+    if (::waitpid(child.pid, &st, WNOHANG) == child.pid) {
+      child.pid = -1;
+      exited_early = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() - t0 > max_wait) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE_MESSAGE(!exited_early, "the child exited before it was killed");
+  REQUIRE_MESSAGE(complete_lines(log) >= lines, "the child did not write ", lines, " lines within 60 s");
+  REQUIRE(::kill(child.pid, SIGKILL) == 0);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(child.pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - t0 < max_wait + std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(reaped == child.pid);
+  child.pid = -1;
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  return complete_lines(log);
+}
+
 }  // namespace
 
 TEST_CASE("kill and resume: a run killed mid-way resumes from its log with no config measured twice") {
@@ -111,54 +159,17 @@ TEST_CASE("kill and resume: a run killed mid-way resumes from its log with no co
   TempDir dir;
   const fs::path log = dir.path / "tuning.jsonl";
 
-  ChildGuard child;
-  child.pid = ::fork();
-  REQUIRE(child.pid >= 0);
-  if (child.pid == 0) {
-    // The child: tune slowly, logging every measurement; no doctest, no OpenMP, no atexit.
-    int code = 0;
-    try {
-      SlowReplay slow{&kernel};
-      tunekit::RandomSearchTuner tuner(kernel.space(), {.budget = {.trials = budget}});
-      tunekit::Rng rng(seed);
-      std::ostringstream warnings;
-      const auto res = tuner.tune(slow, rng, tunekit::LogToFile(log, &warnings));
-      code = res.trials == budget ? 0 : 2;
-    } catch (...) {
-      code = 3;
-    }
-    ::_exit(code);
-  }
-
-  // The parent: wait (bounded) for enough complete lines, then kill.
-  const auto t0 = std::chrono::steady_clock::now();
-  bool exited_early = false;
-  while (complete_lines(log) < kill_after_lines) {
-    int st = 0;
-    if (::waitpid(child.pid, &st, WNOHANG) == child.pid) {
-      child.pid = -1;
-      exited_early = true;
-      break;
-    }
-    if (std::chrono::steady_clock::now() - t0 > max_wait) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  REQUIRE_MESSAGE(!exited_early, "the child exited before it was killed");
-  REQUIRE_MESSAGE(complete_lines(log) >= kill_after_lines,
-                  "the child did not write ", kill_after_lines, " lines within 60 s");
-  REQUIRE(::kill(child.pid, SIGKILL) == 0);
-  int status = 0;
-  pid_t reaped = 0;
-  while ((reaped = ::waitpid(child.pid, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() - t0 < max_wait + std::chrono::seconds(10))
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  REQUIRE(reaped == child.pid);
-  child.pid = -1;
-  REQUIRE(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGKILL);
+  // The child: tune slowly, logging every measurement.
+  const std::size_t lines_at_kill = run_and_kill(log, kill_after_lines, [&] {
+    SlowReplay slow{&kernel};
+    tunekit::RandomSearchTuner tuner(kernel.space(), {.budget = {.trials = budget}});
+    tunekit::Rng rng(seed);
+    std::ostringstream warnings;
+    const auto res = tuner.tune(slow, rng, tunekit::LogToFile(log, &warnings));
+    return res.trials == budget ? 0 : 2;
+  });
 
   // What the killed run left: complete lines (and at most a partial last one).
-  const std::size_t lines_at_kill = complete_lines(log);
   CAPTURE(lines_at_kill);
   REQUIRE(lines_at_kill >= kill_after_lines);
   REQUIRE(lines_at_kill < budget);
@@ -405,4 +416,102 @@ TEST_CASE("kill and resume: random search killed at random moments 20+ times res
   check_fault_injection("random", [&] {
     return tunekit::RandomSearchTuner(space, {.budget = {.trials = budget}, .plan_size = 16});
   }, budget);
+}
+
+TEST_CASE("kill and resume: a multi-task run killed mid-way resumes exactly (same trials, same order, same objective)") {
+  // Three recorded spaces as three tasks, random search each, slots of 8 trials asked 4 at a time,
+  // given out by RandomSlots (which draws from the caller's generator, as the tuners' ask does).
+  // The child logs slowly (3 ms per kernel run) and is killed after 45 lines, mid-slot; the
+  // parent resumes exactly and finishes fast. Runtime ~1 s.
+  std::vector<tunekit::ReplayKernel> kernels;
+  std::vector<tunekit::TaskOptions> tasks;
+  for (const char* name : {"convolution_A4000", "gemm_RTX_2080_Ti", "gemm_RTX_3090"}) {
+    kernels.push_back(tunekit::ReplayKernel::from_csv(std::string(TUNEKIT_DATASETS) + "/" + name + ".csv",
+                                                      {.overhead_seconds = 1.0, .flop = 0.0, .name = name}));
+    tasks.push_back({.name = name});
+  }
+  constexpr std::size_t mt_budget = 120, mt_kill_after = 45;
+  constexpr std::uint64_t mt_seed = 777;
+  using MT = tunekit::MultiTaskTuner<tunekit::RandomSlots, tunekit::RandomSearchTuner>;
+  auto make = [&] {
+    MT mt({}, {.budget = {.trials = mt_budget}, .slot_trials = 8, .plan_size = 4});
+    for (std::size_t i = 0; i < kernels.size(); ++i) mt.add_task(kernels[i], tasks[i]);
+    return mt;
+  };
+  TempDir dir;
+  const fs::path log = dir.path / "multi_task.jsonl";
+
+  const std::size_t lines_at_kill = run_and_kill(log, mt_kill_after, [&] {
+    std::vector<SlowReplay> slow;
+    for (const auto& k : kernels) slow.push_back(SlowReplay{&k});
+    MT mt = make();
+    tunekit::Rng rng(mt_seed);
+    std::ostringstream warnings;
+    return mt.tune(slow, rng, tunekit::LogToFile(log, &warnings)).trials == mt_budget ? 0 : 2;
+  });
+  CAPTURE(lines_at_kill);
+  REQUIRE(lines_at_kill >= mt_kill_after);
+  REQUIRE(lines_at_kill < mt_budget);
+
+  // Exact resume in the parent, appending to the same log.
+  MT resumed = make();
+  std::ostringstream warn;
+  CHECK(tunekit::resume_exact(resumed, log, &warn) == lines_at_kill);
+  tunekit::Rng rng(mt_seed);
+  const auto r = resumed.tune(kernels, rng, tunekit::LogToFile(log, &warn));
+  CHECK(r.trials == mt_budget);
+  for (std::size_t i = 0; i < kernels.size(); ++i) CHECK(resumed.tuner(i).recorded_left() == 0);
+  // No warning but, at most, the removal of a line cut off by the kill.
+  {
+    std::istringstream warned(warn.str());
+    std::string line;
+    while (std::getline(warned, line)) {
+      CAPTURE(line);
+      CHECK(line.find("truncated last line") != std::string::npos);
+    }
+  }
+
+  // An uninterrupted run with the same seed.
+  MT reference = make();
+  tunekit::Rng ref_rng(mt_seed);
+  REQUIRE(reference.tune(kernels, ref_rng).trials == mt_budget);
+  CHECK(resumed.slot_tasks() == reference.slot_tasks());
+  CHECK(resumed.objective() == reference.objective());
+  REQUIRE(resumed.objective_history().size() == reference.objective_history().size());
+  for (std::size_t i = 0; i < mt_budget; ++i) {
+    CAPTURE(i);
+    CHECK(resumed.objective_history()[i].task == reference.objective_history()[i].task);
+    CHECK(resumed.objective_history()[i].objective == reference.objective_history()[i].objective);
+    CHECK(resumed.objective_history()[i].measure_seconds == reference.objective_history()[i].measure_seconds);
+  }
+
+  // The log: every record once, in the reference's order of trials (task by task as the objective
+  // history says, each task's trials in its history's order), with the same measurements.
+  const std::string content = slurp(log);
+  REQUIRE_FALSE(content.empty());
+  CHECK(content.back() == '\n');
+  CHECK(complete_lines(log) == mt_budget);
+  std::vector<std::size_t> next(kernels.size(), 0);
+  std::istringstream lines(content);
+  std::string line;
+  std::size_t i = 0;
+  while (std::getline(lines, line)) {
+    CAPTURE(i);
+    REQUIRE(i < mt_budget);
+    const std::size_t k = reference.objective_history()[i].task;
+    const auto j = nlohmann::json::parse(line);
+    CHECK(j.at("task").get<std::string>() == tasks[k].name);
+    const tunekit::Record rec = tunekit::record_from_json(kernels[k].space(), j);
+    const tunekit::Trial& want = reference.tuner(k).history()[next[k]++];
+    CHECK(kernels[k].space().to_index(rec.config) == want.index);
+    CHECK(rec.measurement.samples == want.measurement.samples);
+    ++i;
+  }
+  CHECK(i == mt_budget);
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    CHECK(next[k] == reference.tuner(k).history().size());
+    CHECK(resumed.tuner(k).history().size() == reference.tuner(k).history().size());
+    for (std::size_t t = 0; t < reference.tuner(k).history().size(); ++t)
+      CHECK(resumed.tuner(k).history()[t].index == reference.tuner(k).history()[t].index);
+  }
 }

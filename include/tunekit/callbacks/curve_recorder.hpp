@@ -34,7 +34,7 @@ class CurveRecorder {
   }
 
   void on_measured(const TuningState& s, const Trial& t) {
-    CurvePoint p{s.history.size(), s.tuning_seconds, s.wall_seconds, t.measurement.status,
+    CurvePoint p{s.trials, s.tuning_seconds, s.wall_seconds, t.measurement.status,
                  s.gflops(t.measurement), s.best_gflops()};
     if (out_.is_open()) {
       char buf[160];

@@ -16,30 +16,31 @@ namespace tunekit {
 /// Shows the progress of a tuning run: trials done of the budget, the last and the best GFLOPS,
 /// failures, and the elapsed wall and tuning-clock time. On a terminal it redraws one line in
 /// place after every trial; otherwise (a file, a CI log) it prints a line at every tenth of the
-/// trial budget and at the end.
+/// trial budget and at the end. In a multi-task run (MultiTaskTuner) the trials, budget, failures
+/// and clocks are the run's, the GFLOPS those of the task measured, which the line names.
 class ProgressBar {
  public:
   /// Writes to `os`; redraws in place when `in_place` (default: standard error is a terminal).
   explicit ProgressBar(std::ostream& os = std::cerr, bool in_place = ::isatty(STDERR_FILENO) != 0)
       : os_(&os), in_place_(in_place) {}
 
-  void on_begin(const TuningState& s) { next_line_ = step(s) + s.history.size(); }
+  void on_begin(const TuningState& s) { next_line_ = step(s) + s.trials; }
 
   void on_measured(const TuningState& s, const Trial& t) {
     last_gflops_ = s.gflops(t.measurement);
     failures_ += !t.measurement.ok();
     if (in_place_) {
       *os_ << '\r' << line(s) << "\x1b[K" << std::flush;
-    } else if (s.history.size() >= next_line_) {
+    } else if (s.trials >= next_line_) {
       *os_ << line(s) << '\n' << std::flush;
-      next_line_ = s.history.size() + step(s);
+      next_line_ = s.trials + step(s);
     }
   }
 
   void on_end(const TuningState& s) {
     if (in_place_)
       *os_ << '\r' << line(s) << "\x1b[K\n" << std::flush;
-    else if (s.history.size() + step(s) != next_line_)  // not printed at this trial yet
+    else if (s.trials + step(s) != next_line_)  // not printed at this trial yet
       *os_ << line(s) << '\n' << std::flush;
   }
 
@@ -50,9 +51,9 @@ class ProgressBar {
     char buf[200];
     std::snprintf(buf, sizeof buf,
                   "[%zu/%zu] best %.2f GFLOPS | last %.2f GFLOPS | %zu failed | %.1fs wall, %.1fs tuning",
-                  s.history.size(), s.budget_trials, s.best_gflops(), last_gflops_, failures_,
-                  s.wall_seconds, s.tuning_seconds);
-    return buf;
+                  s.trials, s.budget_trials, s.best_gflops(), last_gflops_, failures_, s.wall_seconds,
+                  s.tuning_seconds);
+    return s.tasks > 1 ? std::string(buf) + " | task " + s.task : std::string(buf);
   }
 
   std::ostream* os_;

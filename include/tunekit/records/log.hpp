@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <concepts>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -136,26 +138,94 @@ inline std::set<std::string> log_tasks(const std::filesystem::path& path) {
   return tasks;
 }
 
+/// Something that tunes several named tasks, each with its own tuner (MultiTaskTuner): what the
+/// multi-task `resume` and `resume_exact` need of it.
+template <class M>
+concept TaskTuners = requires(M& m, std::size_t i) {
+  { m.task_count() } -> std::convertible_to<std::size_t>;
+  m.tuner(i).space();
+  { m.task(i).name } -> std::convertible_to<std::string>;
+};
+
 namespace detail {
 
-// The records of a task in a log, for resuming: none for a missing or empty log; a RecordError
-// for a log that has records but none of this task (probably the wrong file).
-inline std::vector<Record> records_to_resume(const std::filesystem::path& path, const SearchSpace& space,
-                                             const std::string& task, std::ostream* warnings) {
+// Whether a log exists and holds something.
+inline bool log_has_content(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return {};
-  auto records = read_records(path, space, task, warnings);
-  if (records.empty()) {
-    const auto tasks = log_tasks(path);
-    if (!tasks.empty()) {
-      std::string names;
-      for (const auto& t : tasks) names += (names.empty() ? "'" : ", '") + t + "'";
-      throw RecordError("log '" + path.string() + "' holds no records of task '" + task +
-                        "' (it has: " + names + ")" +
-                        (tasks.contains("") ? "; records without a task name come from a kernel without name()" : ""));
+  return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0;
+}
+
+// The error for a log that has records but none of the tasks resumed (probably the wrong file).
+inline RecordError no_records_of(const std::filesystem::path& path, const std::string& what) {
+  const auto tasks = log_tasks(path);
+  std::string names;
+  for (const auto& t : tasks) names += (names.empty() ? "'" : ", '") + t + "'";
+  return RecordError("log '" + path.string() + "' holds no records of " + what + " (it has: " + names + ")" +
+                     (tasks.contains("") ? "; records without a task name come from a kernel without name()" : ""));
+}
+
+// The one resume step, for a single task and for each task of a multi-task tuner: feeds `tuner`
+// the records of its task, either told at once (exact = false: `resume`) or as the recorded
+// measurements of a re-execution (exact = true: Tuner::set_recorded, `resume_exact`). A config
+// recorded twice, or (told) already in the history, is taken once with a warning. Returns the
+// records taken.
+template <class TunerT>
+std::size_t resume_task(TunerT& tuner, const std::vector<Record>& records, const std::filesystem::path& path,
+                        bool exact, std::ostream* warnings) {
+  std::vector<std::pair<Config, Measurement>> recorded;
+  recorded.reserve(records.size());
+  std::unordered_set<std::uint64_t> seen;
+  for (const auto& r : records) {
+    const auto idx = tuner.space().to_index(r.config);
+    if (!seen.insert(idx).second || (!exact && tuner.history().contains(idx))) {
+      if (warnings)
+        *warnings << "tunekit: warning: " << path.string() << ": config recorded twice, keeping the first: "
+                  << tuner.space().describe(r.config) << "\n";
+      continue;
     }
+    recorded.emplace_back(r.config, r.measurement);
   }
-  return records;
+  const std::size_t taken = recorded.size();
+  if (exact)
+    tuner.set_recorded(std::move(recorded), path.string(), warnings);
+  else
+    for (auto& [c, m] : recorded) tuner.tell(c, std::move(m));
+  return taken;
+}
+
+// resume and resume_exact of one task: a missing or empty log resumes nothing, a log with
+// records but none of the task is a RecordError.
+template <class TunerT>
+std::size_t resume_one(TunerT& tuner, const std::filesystem::path& path, const std::string& task, bool exact,
+                       std::ostream* warnings) {
+  if (!log_has_content(path)) {
+    if (exact) tuner.set_recorded({}, path.string(), warnings);
+    return 0;
+  }
+  const auto records = read_records(path, tuner.space(), task, warnings);
+  if (records.empty() && !log_tasks(path).empty()) throw no_records_of(path, "task '" + task + "'");
+  return resume_task(tuner, records, path, exact, warnings);
+}
+
+// resume and resume_exact of every task of a multi-task tuner, each by its name: a missing or
+// empty log resumes nothing; a task without records resumes nothing (it had no slot yet); a log
+// with records but none of any task is a RecordError.
+template <class M>
+std::size_t resume_all(M& mt, const std::filesystem::path& path, bool exact, std::ostream* warnings) {
+  std::size_t taken = 0;
+  const bool content = log_has_content(path);
+  for (std::size_t i = 0; i < mt.task_count(); ++i) {
+    auto& tuner = mt.tuner(i);
+    const std::vector<Record> records =
+        content ? read_records(path, tuner.space(), mt.task(i).name, warnings) : std::vector<Record>{};
+    taken += resume_task(tuner, records, path, exact, warnings);
+  }
+  if (content && taken == 0 && !log_tasks(path).empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < mt.task_count(); ++i) names += (i ? ", " : "") + std::string(mt.task(i).name);
+    throw no_records_of(path, "the tasks " + names);
+  }
+  return taken;
 }
 
 }  // namespace detail
@@ -169,21 +239,10 @@ inline std::vector<Record> records_to_resume(const std::filesystem::path& path, 
 /// and generator had: the continued run takes another path than an uninterrupted one would.
 /// `resume_exact` takes the same path (at the cost of re-running the search up to the kill).
 template <class TunerT>
+  requires(!TaskTuners<TunerT>)
 std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
                    std::ostream* warnings = &std::cerr) {
-  const auto records = detail::records_to_resume(path, tuner.space(), task, warnings);
-  std::size_t taken = 0;
-  for (const auto& r : records) {
-    if (tuner.history().contains(tuner.space().to_index(r.config))) {
-      if (warnings)
-        *warnings << "tunekit: warning: " << path.string() << ": config recorded twice, keeping the first: "
-                  << tuner.space().describe(r.config) << "\n";
-      continue;
-    }
-    tuner.tell(r.config, r.measurement);
-    ++taken;
-  }
-  return taken;
+  return detail::resume_one(tuner, path, task, /*exact=*/false, warnings);
 }
 
 /// Exact resume: prepares a fresh tuner to continue the run that wrote the log as if it had
@@ -199,24 +258,30 @@ std::size_t resume(TunerT& tuner, const std::filesystem::path& path, const std::
 /// log without records of the task is a RecordError, a config logged twice is taken once with a
 /// warning. The tuner must not have measured anything yet.
 template <class TunerT>
+  requires(!TaskTuners<TunerT>)
 std::size_t resume_exact(TunerT& tuner, const std::filesystem::path& path, const std::string& task,
                          std::ostream* warnings = &std::cerr) {
-  const auto records = detail::records_to_resume(path, tuner.space(), task, warnings);
-  std::vector<std::pair<Config, Measurement>> recorded;
-  recorded.reserve(records.size());
-  std::unordered_set<std::uint64_t> seen;
-  for (const auto& r : records) {
-    if (!seen.insert(tuner.space().to_index(r.config)).second) {
-      if (warnings)
-        *warnings << "tunekit: warning: " << path.string() << ": config recorded twice, keeping the first: "
-                  << tuner.space().describe(r.config) << "\n";
-      continue;
-    }
-    recorded.emplace_back(r.config, r.measurement);
-  }
-  const std::size_t loaded = recorded.size();
-  tuner.set_recorded(std::move(recorded), path.string(), warnings);
-  return loaded;
+  return detail::resume_one(tuner, path, task, /*exact=*/true, warnings);
+}
+
+/// `resume` for every task of a multi-task tuner (MultiTaskTuner), each from the records of its
+/// name in the one log its LogToFile wrote. A task without records (it had no slot) takes none;
+/// a log with records but none of any task is a RecordError. Returns the records taken.
+template <TaskTuners M>
+std::size_t resume(M& multi_task_tuner, const std::filesystem::path& path, std::ostream* warnings = &std::cerr) {
+  return detail::resume_all(multi_task_tuner, path, /*exact=*/false, warnings);
+}
+
+/// `resume_exact` for every task of a fresh multi-task tuner (MultiTaskTuner): each task's
+/// records become its tuner's recorded measurements, and the next `tune` with the same seed,
+/// scheduler, options and kernels re-runs the slots from the start, taking each logged trial
+/// from the log (not logged again) and measuring from where the log ends, so that the run ends
+/// with the same trials in the same order and the same objective as an uninterrupted one (for a
+/// trial budget and slots of trials). Returns the records loaded.
+template <TaskTuners M>
+std::size_t resume_exact(M& multi_task_tuner, const std::filesystem::path& path,
+                         std::ostream* warnings = &std::cerr) {
+  return detail::resume_all(multi_task_tuner, path, /*exact=*/true, warnings);
 }
 
 }  // namespace tunekit

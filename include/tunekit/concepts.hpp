@@ -255,6 +255,35 @@ constexpr bool check_pick() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Combinations: a part that scores or explores with the predictive standard deviation needs a
+// surrogate that gives one.
+
+/// Whether a part (an acquisition, an exploration or pick policy, an optimizer) needs the
+/// surrogate's predictive standard deviation: it declares `static constexpr bool
+/// needs_uncertainty = true` (ExpectedImprovement, UpperConfidenceBound,
+/// ProbabilityOfImprovement, ContextualEpsilon; ModelBased when one of its policies does).
+template <class T>
+inline constexpr bool needs_uncertainty_v = requires { requires T::needs_uncertainty; };
+
+/// Refuses, at compile time, a surrogate without uncertainty (not an UncertainSurrogate, such as
+/// GradientBoostedTrees) with an acquisition or optimizer that needs it: the standard deviation
+/// would be 0 everywhere and the part would silently degrade (expected improvement to the
+/// predicted gain, the contextual epsilon to 0). NoSurrogate fits no model and scores nothing.
+template <class S, class A, class O>
+constexpr bool check_uncertainty() {
+  constexpr bool has = std::same_as<S, NoSurrogate> || UncertainSurrogate<S>;
+  static_assert(has || !needs_uncertainty_v<A>,
+                "tunekit::Tuner: the acquisition needs the predictive standard deviation, and the "
+                "surrogate gives none (it is not a tunekit::UncertainSurrogate): use one that is "
+                "(RandomForest) or an acquisition of the mean (PredictedMean)");
+  static_assert(has || !needs_uncertainty_v<O>,
+                "tunekit::Tuner: the optimizer's exploration or pick policy needs the predictive "
+                "standard deviation, and the surrogate gives none (it is not a "
+                "tunekit::UncertainSurrogate): use one that is (RandomForest) or FixedEpsilon");
+  return has || (!needs_uncertainty_v<A> && !needs_uncertainty_v<O>);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Scheduler: which task of many gets the next time slot.
 
 /// What a scheduler knows of one task when it picks the next slot.

@@ -70,6 +70,11 @@ class ModelBased {
   /// The search's parameters (AnnealingParams, PpoParams).
   using SearchParams = typename detail::search_params<SearchT>::type;
 
+  /// Whether a policy needs the surrogate's predictive standard deviation (Tuner then refuses a
+  /// surrogate without uncertainty).
+  static constexpr bool needs_uncertainty =
+      needs_uncertainty_v<SearchT> || needs_uncertainty_v<ExplorationT> || needs_uncertainty_v<PickT>;
+
   ModelBased() = default;
   explicit ModelBased(SearchParams params, ExplorationT exploration = {}, PickT pick = {})
       : search_(make_search(std::move(params))), exploration_(std::move(exploration)), pick_(std::move(pick)) {}

@@ -32,8 +32,10 @@ struct ContextualEpsilonReport {
 /// surrogate's units), clamped to [0, 1] and recomputed every round:
 ///     epsilon_t = clamp(mean_{x in K random unvisited} sigma(x) / best, 0, 1).
 /// An uncertain model explores more; a confident one exploits. Before any success (best 0) it is
-/// 1. With a surrogate without uncertainty it is 0.
+/// 1. It needs a surrogate with uncertainty (Tuner refuses one without: the std would be 0).
 struct ContextualEpsilon {
+  static constexpr bool needs_uncertainty = true;
+
   /// K, the random unvisited configs the uncertainty is averaged over.
   std::size_t samples = 500;
 

@@ -67,7 +67,9 @@ class ModelBased {
   static_assert(check_pick<PickT>());
 
  public:
-  /// The search's parameters (AnnealingParams, PpoParams).
+  /// The search's parameters, the type its `params()` returns (AnnealingParams, PpoParams): the
+  /// search is built from them. A search without `params()` is default-constructed (its
+  /// SearchParams is an empty aggregate), and reached through search().
   using SearchParams = typename detail::search_params<SearchT>::type;
 
   /// Whether a policy needs the surrogate's predictive standard deviation (Tuner then refuses a

@@ -14,3 +14,4 @@
 #include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/concepts/scheduler.hpp"
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/concepts/uncertainty.hpp"

@@ -8,7 +8,7 @@
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/optimizer/contextual_annealing.hpp"
 #include "tunekit/optimizer/grid_search.hpp"
-#include "tunekit/optimizer/kmeans_sampler.hpp"
+#include "tunekit/optimizer/pick/kmeans_sampler.hpp"
 #include "tunekit/optimizer/policy_gradient.hpp"
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"

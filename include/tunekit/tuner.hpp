@@ -176,6 +176,7 @@ class Tuner {
   static_assert(check_acquisition<AcquisitionT>());
   static_assert(check_optimizer<OptimizerT>());
   static_assert(check_evaluator<EvaluatorT>());
+  static_assert(check_uncertainty<SurrogateT, AcquisitionT, OptimizerT>());
 
  public:
   using Surrogate = SurrogateT;

@@ -1,4 +1,4 @@
-#include <tunekit/optimizer/kmeans_sampler.hpp>
+#include <tunekit/optimizer/pick/kmeans_sampler.hpp>
 #include <tunekit/optimizer/simulated_annealing.hpp>
 
 #include <doctest/doctest.h>
@@ -57,9 +57,9 @@ TEST_CASE("the k-means sampler measures one config per planted cluster") {
                                    1.0, {}, 1.0};
   tunekit::KMeansSampler sampler;
   CHECK(sampler.candidates(64) == 64);
-  const auto picks = sampler.sample(ctx, cands, 64, rng);
+  const auto picks = sampler.pick(ctx, cands, 64, rng);
   // 8 tight clusters of 8 among 64 candidates: the knee is at k = 8 (k = 16 only splits them).
-  CHECK(sampler.last_k() == 8);
+  CHECK(sampler.last_pick().k == 8);
   CHECK(picks.size() == 8);
   std::set<std::uint64_t> distinct;
   for (const auto& c : picks) {
@@ -86,14 +86,14 @@ TEST_CASE("the k-means sampler replaces measured centroids by synthesized unmeas
     const tunekit::SearchContext ctx{s, h, visited, {}, 1.0, {}, 1.0};
     tunekit::KMeansSampler first;
     tunekit::Rng r1(4);
-    for (const auto& c : first.sample(ctx, cands, 64, r1)) visited.insert(s.to_index(c));
+    for (const auto& c : first.pick(ctx, cands, 64, r1)) visited.insert(s.to_index(c));
   }
   const tunekit::SearchContext ctx{s, h, visited, {}, 1.0, {}, 1.0};
   tunekit::KMeansSampler sampler;
   tunekit::Rng r2(4);
-  const auto picks = sampler.sample(ctx, cands, 64, r2);
-  CHECK(sampler.last_synthesized() > 0);
-  CHECK(picks.size() == sampler.last_k());
+  const auto picks = sampler.pick(ctx, cands, 64, r2);
+  CHECK(sampler.last_pick().synthesized > 0);
+  CHECK(picks.size() == sampler.last_pick().k);
   std::set<std::uint64_t> distinct;
   for (const auto& c : picks) {
     CHECK(s.is_valid(c));
@@ -157,7 +157,7 @@ TEST_CASE("annealing with the k-means sampler hands out fewer, valid, unvisited 
     const auto batch = opt.propose(ctx, 64, rng);
     REQUIRE(!batch.empty());
     CHECK(batch.size() <= 64);
-    CHECK(batch.size() == opt.pick().last_k() + opt.last_random());
+    CHECK(batch.size() == opt.pick().last_pick().k + opt.last_batch().random);
     for (const auto& c : batch) {
       CHECK(s.is_valid(c));
       CHECK(visited.insert(s.to_index(c)).second);

@@ -1,4 +1,4 @@
-#include <tunekit/optimizer/kmeans_sampler.hpp>
+#include <tunekit/optimizer/pick/kmeans_sampler.hpp>
 #include <tunekit/optimizer/policy_gradient.hpp>
 
 #include <doctest/doctest.h>
@@ -123,7 +123,7 @@ TEST_CASE("PPO with the k-means sampler measures less than a plan per round") {
     const auto batch = opt.propose(ctx, 64, rng);
     REQUIRE(!batch.empty());
     CHECK(batch.size() < 64);
-    CHECK(batch.size() == opt.pick().last_k() + opt.last_random());
+    CHECK(batch.size() == opt.pick().last_pick().k + opt.last_batch().random);
     for (const auto& c : batch) CHECK(visited.insert(s.to_index(c)).second);
   }
 }

@@ -1,5 +1,8 @@
 #include <tunekit/optimizer/contextual_annealing.hpp>
-#include <tunekit/optimizer/selection.hpp>
+#include <tunekit/optimizer/draw_unvisited.hpp>
+#include <tunekit/optimizer/exploration/contextual_epsilon.hpp>
+#include <tunekit/optimizer/pick/diverse_pick.hpp>
+#include <tunekit/optimizer/pick/top_pick.hpp>
 #include <tunekit/space/features.hpp>
 #include <tunekit/surrogate/random_forest.hpp>
 
@@ -62,8 +65,11 @@ TEST_CASE("submodular pick takes the candidates that cover the most new knob val
   // DiversePick asks for filter_ratio times the candidates.
   CHECK(tunekit::DiversePick{}.candidates(64) == 128);
   tunekit::Rng rng(1);
-  CHECK(tunekit::DiversePick{}.select(s, cands, 2, rng) == std::vector<std::size_t>{0, 3});
-  CHECK(tunekit::TopPick{}.select(s, cands, 9, rng).size() == 5);
+  tunekit::History h;
+  std::unordered_set<std::uint64_t> visited;
+  const tunekit::SearchContext ctx{s, h, visited};
+  CHECK(tunekit::DiversePick{}.pick(ctx, cands, 2, rng) == std::vector<Config>{cands[0].config, cands[3].config});
+  CHECK(tunekit::TopPick{}.pick(ctx, cands, 9, rng).size() == 5);
 }
 
 TEST_CASE("contextual epsilon is the mean predicted std over the best value, clamped to [0, 1]") {
@@ -81,7 +87,8 @@ TEST_CASE("contextual epsilon is the mean predicted std over the best value, cla
   tunekit::ContextualEpsilon eps;
   tunekit::Rng rng(1);
   CHECK(eps.epsilon(ctx, rng) == doctest::Approx(0.2));
-  CHECK(eps.last == doctest::Approx(0.2));
+  CHECK(eps.last_epsilon().epsilon == doctest::Approx(0.2));
+  CHECK(eps.last_epsilon().mean_std == doctest::Approx(0.3));
   sd_value = 5.0;
   CHECK(eps.epsilon(ctx, rng) == 1.0);
   sd_value = 0.0;
@@ -154,7 +161,7 @@ TEST_CASE("contextual annealing explores more while the model is uncertain") {
     std::size_t random = 0;
     for (int round = 0; round < 10; ++round) {
       (void)ca.propose(ctx, 64, rng);
-      random += ca.last_random();
+      random += ca.last_batch().random;
     }
     return random;
   };

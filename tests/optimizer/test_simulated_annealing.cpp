@@ -173,7 +173,7 @@ TEST_CASE("epsilon-greedy: a fraction epsilon of each batch is random, the rest 
     tunekit::Rng rng(1);
     const auto batch = sa.propose(ctx, 32, rng);
     REQUIRE(batch.size() == 32);
-    CHECK(sa.last_random() == 0);
+    CHECK(sa.last_batch().random == 0);
     CHECK(batch.front() == peak);
     // The 32 best configs of the bowl are within squared distance 3 of the peak.
     for (const auto& c : batch) CHECK(bowl(c) >= -3.0);
@@ -182,7 +182,7 @@ TEST_CASE("epsilon-greedy: a fraction epsilon of each batch is random, the rest 
     tunekit::Annealing<tunekit::FixedEpsilon> sa({}, {.epsilon_value = 1.0});
     tunekit::Rng rng(1);
     const auto batch = sa.propose(ctx, 32, rng);
-    CHECK(sa.last_random() == 32);
+    CHECK(sa.last_batch().random == 32);
     std::size_t near = 0;
     for (const auto& c : batch) near += bowl(c) >= -3.0;
     CHECK(near == 0);
@@ -194,8 +194,8 @@ TEST_CASE("epsilon-greedy: a fraction epsilon of each batch is random, the rest 
     for (int i = 0; i < 200; ++i) {
       const auto batch = sa.propose(ctx, 64, rng);
       CHECK(batch.size() == 64);
-      CHECK((sa.last_random() == 3 || sa.last_random() == 4));
-      total += static_cast<double>(sa.last_random());
+      CHECK((sa.last_batch().random == 3 || sa.last_batch().random == 4));
+      total += static_cast<double>(sa.last_batch().random);
     }
     CHECK(total / 200 == doctest::Approx(3.2).epsilon(0.1));
   }

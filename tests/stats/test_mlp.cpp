@@ -1,4 +1,4 @@
-#include <tunekit/optimizer/policy_gradient.hpp>
+#include <tunekit/stats/actor_critic.hpp>
 #include <tunekit/stats/mlp.hpp>
 
 #include <doctest/doctest.h>

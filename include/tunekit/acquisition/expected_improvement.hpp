@@ -21,6 +21,9 @@ namespace tunekit {
 /// with Phi and phi the standard normal CDF and density (Boost.Math). xi = 0 (the default) is
 /// AdaTune's eq. 1-2; a positive xi asks for a margin of improvement.
 struct ExpectedImprovement {
+  /// It scores with the predictive standard deviation: Tuner refuses a surrogate without one.
+  static constexpr bool needs_uncertainty = true;
+
   double xi = 0.0;
 
   double score(double mean, double std, double best) const {

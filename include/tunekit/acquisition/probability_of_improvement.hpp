@@ -12,6 +12,9 @@ namespace tunekit {
 
 /// PI = Phi((mu - best - xi) / sigma) for sigma > 0; for sigma = 0, 1 if mu > best + xi else 0.
 struct ProbabilityOfImprovement {
+  /// It scores with the predictive standard deviation: Tuner refuses a surrogate without one.
+  static constexpr bool needs_uncertainty = true;
+
   double xi = 0.0;
 
   double score(double mean, double std, double best) const {

@@ -10,6 +10,9 @@ namespace tunekit {
 
 /// UCB = mu + kappa * sigma; kappa = 0 is PredictedMean.
 struct UpperConfidenceBound {
+  /// It scores with the predictive standard deviation: Tuner refuses a surrogate without one.
+  static constexpr bool needs_uncertainty = true;
+
   double kappa = 2.0;
 
   double score(double mean, double std, double /*best*/) const {

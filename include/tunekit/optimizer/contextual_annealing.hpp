@@ -2,7 +2,7 @@
 /// \file
 /// ContextualAnnealing: AdaTune's contextual simulated annealing (section 4.2.2).
 
-#include "tunekit/optimizer/selection.hpp"
+#include "tunekit/optimizer/exploration/contextual_epsilon.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"
 
 namespace tunekit {

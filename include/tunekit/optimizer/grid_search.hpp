@@ -2,7 +2,7 @@
 /// \file
 /// GridSearch: every valid config in lexicographic order.
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/optimizer.hpp"
 
 #include <cstdint>
 #include <stdexcept>

@@ -7,7 +7,7 @@
 /// product. The products are evaluated coefficient-wise (Eigen's lazyProduct, vectorised): the
 /// networks are small, and Eigen's blocked GEMM would start OpenMP threads for each of them,
 /// which costs far more than the product (and much more on a loaded machine). Layers hold their parameters and the gradients accumulated by `backward`; the caller
-/// composes them (the PPO network in optimizer/policy_gradient.hpp is written this way) and hands
+/// composes them (the PPO network in stats/actor_critic.hpp is written this way) and hands
 /// the parameter blocks to Adam.
 
 #include "tunekit/core/random.hpp"

@@ -1,9 +1,11 @@
 #pragma once
 /// \file
 /// KMeansSampler: Chameleon's adaptive sampling (Ahn et al., ICLR 2020, section 4.2), a pick
-/// policy for any model-based optimizer (Annealing, Ppo).
+/// policy for any model-based optimizer (ModelBased: behind AnnealingSearch or PpoSearch), with
+/// its two steps: nearest_valid_config (a centroid rounded to a valid config) and
+/// synthesize_sample (Chameleon's sample synthesis).
 
-#include "tunekit/concepts.hpp"
+#include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/stats/kmeans.hpp"
 
 #include <Eigen/Core>
@@ -145,6 +147,14 @@ struct KMeansSamplerParams {
   }
 };
 
+/// What KMeansSampler did in its last pick.
+struct KMeansPickReport {
+  /// The k of the clustering (0: no candidates), and how many of the configs picked were
+  /// synthesized rather than rounded centroids.
+  std::size_t k = 0;
+  std::size_t synthesized = 0;
+};
+
 /// Chameleon's adaptive sampling: instead of measuring the search's n best candidates, cluster
 /// them with k-means in knob-index space for k = 8, 16, ... up to n and stop at the knee
 /// (kmeans_knee: threshold * loss_k >= loss_previous), then measure one config per cluster:
@@ -153,11 +163,14 @@ struct KMeansSamplerParams {
 /// - when that config was measured, handed out, or already picked this round, sample synthesis
 ///   instead (synthesize_sample over the cluster's candidates: the per-knob mode, repaired to a
 ///   valid config that was neither measured nor picked).
-/// Clusters go best first (by the best score among their candidates). The batch has k configs,
+/// Clusters go best first (by the best score among their candidates). It returns k configs,
 /// usually fewer than n: similar candidates cost one measurement, which is where Chameleon saves
-/// measurements. A SamplingPickPolicy: use it behind Annealing or Ppo.
+/// measurements (Shortfall::measure_less: the batch is these configs plus the exploration's
+/// random share).
 class KMeansSampler {
  public:
+  static constexpr Shortfall shortfall = Shortfall::measure_less;
+
   KMeansSampler() = default;
   explicit KMeansSampler(KMeansSamplerParams params) : params_(params) { params_.validate(); }
 
@@ -166,10 +179,10 @@ class KMeansSampler {
     return static_cast<std::size_t>(std::ceil(params_.candidate_ratio * static_cast<double>(n)));
   }
 
-  std::vector<Config> sample(const SearchContext& ctx, std::span<const Candidate> best_first, std::size_t n,
-                             Rng& rng) {
+  std::vector<Config> pick(const SearchContext& ctx, std::span<const Candidate> best_first, std::size_t n,
+                           Rng& rng) {
     params_.validate();
-    last_k_ = last_synthesized_ = 0;
+    last_ = {};
     std::vector<Config> out;
     if (best_first.empty() || n == 0) return out;
     const SearchSpace& space = ctx.space;
@@ -188,7 +201,7 @@ class KMeansSampler {
                                          .k_max = n,
                                          .threshold = params_.threshold,
                                          .kmeans = {.max_iterations = params_.max_iterations}});
-    last_k_ = km.k();
+    last_.k = km.k();
     // Clusters best first: the position of their best candidate.
     std::vector<std::size_t> first_member(km.k(), best_first.size());
     std::vector<std::vector<Config>> members(km.k());
@@ -206,30 +219,27 @@ class KMeansSampler {
     for (std::size_t c : order) {
       if (out.size() == n) break;
       if (members[c].empty()) continue;
-      std::optional<Config> pick = nearest_valid_config(space, km.centroids.row(static_cast<Eigen::Index>(c)), members[c]);
-      if (!pick || excluded(space.to_index(*pick))) {
-        pick = synthesize_sample(space, members[c], configs, excluded, params_.max_repair);
-        if (!pick) continue;
-        ++last_synthesized_;
+      std::optional<Config> chosen = nearest_valid_config(space, km.centroids.row(static_cast<Eigen::Index>(c)), members[c]);
+      if (!chosen || excluded(space.to_index(*chosen))) {
+        chosen = synthesize_sample(space, members[c], configs, excluded, params_.max_repair);
+        if (!chosen) continue;
+        ++last_.synthesized;
       }
-      taken.insert(space.to_index(*pick));
-      out.push_back(std::move(*pick));
+      taken.insert(space.to_index(*chosen));
+      out.push_back(std::move(*chosen));
     }
     return out;
   }
 
   const KMeansSamplerParams& params() const noexcept { return params_; }
-  /// The k of the last clustering, and how many of its configs were synthesized.
-  std::size_t last_k() const noexcept { return last_k_; }
-  std::size_t last_synthesized() const noexcept { return last_synthesized_; }
+  /// What the last pick did.
+  const KMeansPickReport& last_pick() const noexcept { return last_; }
 
  private:
   KMeansSamplerParams params_{};
-  std::size_t last_k_ = 0;
-  std::size_t last_synthesized_ = 0;
+  KMeansPickReport last_{};
 };
 
-static_assert(SamplingPickPolicy<KMeansSampler>);
 static_assert(PickPolicy<KMeansSampler>);
 
 }  // namespace tunekit

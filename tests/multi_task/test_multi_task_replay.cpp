@@ -14,7 +14,7 @@
 
 using namespace tunekit;
 
-TEST_CASE("multi-task replay: the bandit reaches 1.05x of the final objective first; gradient serves the GEMMs") {
+TEST_CASE("multi-task replay: the schedulers against sequential, and where the bandit and gradient put their slots") {
   // Tasks in file order (conv A100, conv A4000, gemm 2080 Ti, gemm 3090), weight 1, the FLOP of
   // shared/datasets/README.md; random search per task; slots of 16 trials, 800 trials in all;
   // seeds 0-8. The reference is common to all runs: the median final objective over the 36 runs

@@ -161,7 +161,7 @@ TEST_CASE("feature subsampling is reproducible for a seed") {
                   std::invalid_argument);
 }
 
-TEST_CASE("a tree does not depend on the thread count; leaf_of and batch prediction agree with predict_row") {
+TEST_CASE("a tree does not depend on the thread count, and leaf_of and batch prediction agree with predict_row") {
   // 6000 rows x 12 features: the root's split search (6000 x 8 candidates) runs on several
   // threads when there are several.
   tunekit::Rng data(13);

@@ -339,7 +339,7 @@ TEST_CASE("log: resume on a log of other tasks only is an error naming the tasks
   } catch (const RecordError& e) {
     const std::string m = e.what();
     CHECK(m.find("'gamma'") != std::string::npos);
-    CHECK(m.find("alpha, beta") != std::string::npos);
+    CHECK(m.find("'alpha', 'beta'") != std::string::npos);
     CHECK(m.find(log.string()) != std::string::npos);
   }
   CHECK(tuner.history().empty());

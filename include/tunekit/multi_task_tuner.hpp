@@ -223,9 +223,9 @@ class MultiTaskTuner {
                                   std::to_string(tasks_.size()) + " tasks");
     if (tasks_.empty()) throw std::invalid_argument("MultiTaskTuner::tune: no tasks");
     for (std::size_t i = 0; i < tasks_.size(); ++i)
-      if (kernel_at(i).space().dimensions() != tasks_[i].tuner.space().dimensions())
-        throw std::invalid_argument("MultiTaskTuner::tune: kernel " + std::to_string(i) +
-                                    "'s space differs from task '" + tasks_[i].options.name + "'s");
+      if (const std::string d = tasks_[i].tuner.space().difference(kernel_at(i).space()); !d.empty())
+        throw std::invalid_argument("MultiTaskTuner::tune: kernel " + std::to_string(i) + "'s space differs from task '" +
+                                    tasks_[i].options.name + "'s: " + d);
     const std::uint64_t measurement_seed = rng();
     const auto wall0 = std::chrono::steady_clock::now();
     (detail::call_on_begin(callbacks, tasks_[0].tuner.state(loop(0, measurement_seed, wall0))), ...);

@@ -198,11 +198,19 @@ class Tuner {
     if (space_.dimensions() == 0) throw std::invalid_argument("Tuner: the search space has no knobs");
   }
 
-  /// Up to n valid configs that were neither measured nor handed out before; fewer when the
+  /// Up to n valid configs that were neither measured nor handed out before, within the budget:
+  /// never more than the trials the budget has left once the pending configs (handed out, not
+  /// yet told) are counted, and none once the trial or the time budget is spent. Fewer when the
   /// optimizer finds no more. Fits the surrogate on the history first (once a config succeeded).
+  ///
+  /// Pending configs stay reserved: `ask` does not hand them out again (several may be measured
+  /// at once), so an empty batch means the budget is spent (`budget_spent()`) or every config
+  /// left is measured or pending (`pending()`). A config that will never be told goes back with
+  /// `forget_pending()`, or is told as a failure (`Measurement::failure`).
   std::vector<Config> ask(std::size_t n, Rng& rng) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Config> batch;
+    n = budget_spent() ? 0 : std::min(n, options_.budget.trials - std::min(options_.budget.trials, history_.size() + pending()));
     if (n > 0) {
       SearchContext ctx{space_, history_, visited_, {}, best_throughput(), {}, best_target()};
       if constexpr (!std::is_same_v<SurrogateT, NoSurrogate>) {
@@ -230,7 +238,9 @@ class Tuner {
   }
 
   /// Records the measurement of a config (asked or not). Throws std::invalid_argument for a
-  /// config that is not valid in the space or was measured before.
+  /// config that is not valid in the space or was measured before, a successful measurement
+  /// without a finite positive mean (build one from run times with Measurement::from_samples),
+  /// and a cost that is negative or not finite.
   const Trial& tell(const Config& c, Measurement m) {
     if (!space_.is_valid(c)) {
       std::string why;
@@ -244,6 +254,14 @@ class Tuner {
     const auto idx = space_.to_index(c);
     if (history_.contains(idx))
       throw std::invalid_argument("tell: config already measured: " + space_.describe(c));
+    if (m.ok() && !(std::isfinite(m.mean) && m.mean > 0))
+      throw std::invalid_argument("tell: the ok measurement of " + space_.describe(c) + " has mean " +
+                                  std::to_string(m.mean) +
+                                  " s; a success needs a finite positive mean time (Measurement::from_samples "
+                                  "computes it from the run times)");
+    if (!(std::isfinite(m.cost) && m.cost >= 0))
+      throw std::invalid_argument("tell: the measurement of " + space_.describe(c) + " has cost " +
+                                  std::to_string(m.cost) + " s; it must be finite and >= 0");
     measurement_seconds_ += m.cost;
     visited_.insert(idx);
     history_.add(Trial{c, idx, std::move(m), tuning_seconds()});
@@ -292,7 +310,29 @@ class Tuner {
   /// Recorded measurements (set_recorded) that `tune` has not used yet.
   std::size_t recorded_left() const noexcept { return recorded_left_; }
 
-  /// Makes configs handed out by `ask` but never told proposable again.
+  /// tell, then every callback's on_measured (e.g. LogToFile): how a loop that measures by itself
+  /// logs as `tune` does. Returns whether a callback asked to stop.
+  template <class... Callbacks>
+    requires(sizeof...(Callbacks) > 0)
+  bool tell(const Config& c, Measurement m, Callbacks&... callbacks) {
+    static_assert((check_callback<std::remove_cvref_t<Callbacks>>() && ...));
+    const Trial& t = tell(c, std::move(m));
+    [[maybe_unused]] const TuningState s = state(TrialLoop{.budget_trials = options_.budget.trials,
+                                                           .budget_seconds = options_.budget.seconds,
+                                                           .wall0 = created_});
+    return (detail::call_on_measured(callbacks, s, t) | ... | false);
+  }
+
+  /// Configs handed out by `ask` and not told yet.
+  std::size_t pending() const noexcept { return visited_.size() - history_.size(); }
+
+  /// Whether the budget is spent: the trials measured reach its trials, or the tuning clock its
+  /// seconds. `ask` then hands out nothing.
+  bool budget_spent() const noexcept {
+    return history_.size() >= options_.budget.trials || tuning_seconds() >= options_.budget.seconds;
+  }
+
+  /// Makes configs handed out by `ask` but never told proposable again (see `ask`).
   void forget_pending() {
     visited_.clear();
     for (const auto& t : history_) visited_.insert(t.index);
@@ -304,8 +344,8 @@ class Tuner {
   TuneResult tune(K& kernel, Rng& rng, Callbacks&&... callbacks) {
     static_assert(check_kernel<K>());
     static_assert((check_callback<std::remove_cvref_t<Callbacks>>() && ...));
-    if (space_.dimensions() != kernel.space().dimensions())
-      throw std::invalid_argument("tune: the kernel's space differs from the tuner's");
+    if (const std::string d = space_.difference(kernel.space()); !d.empty())
+      throw std::invalid_argument("tune: the kernel's space differs from the tuner's: " + d);
     if (options_.flop == 0.0) options_.flop = static_cast<double>(kernel.flop());
     if constexpr (requires { kernel.name(); })
       if (options_.task.empty()) options_.task = kernel.name();
@@ -495,6 +535,7 @@ class Tuner {
   SearchSpace space_;
   TunerOptions options_;
   Parts parts_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   History history_;
   std::unordered_set<std::uint64_t> visited_;
   double measurement_seconds_ = 0.0;

@@ -62,7 +62,7 @@ configure() {  # build dir, C++ compiler, sanitizers, extra cmake arguments
 if [[ $what == address || $what == all ]]; then
   echo "sanitize: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)"
   configure build-asan /usr/bin/g++ address,undefined
-  cmake --build build-asan -j "$jobs" --target tunekit_tests
+  cmake --build build-asan -j "$jobs" --target tunekit_tests doc_readme doc_getting_started
   # Not detect_stack_use_after_return=1: with it GCC 12's runtime makes the tests/records/test_log
   # cases crash under ctest (a read of an address equal to the pid, copying an initializer_list
   # in small_space()), though not when run by hand with an unescaped --test-case; not yet explained.
@@ -85,7 +85,7 @@ if [[ $what == address || $what == all ]]; then
   #   on purpose, in a forked child, and checks that the child died by SIGSEGV / SIGFPE; ASan's
   #   handlers would catch those signals and exit(1) instead.
   crash_test='^Isolated: crashing, hanging and wrong configs'
-  statistical='beats? random search|^on convolution_A4000 Chameleon escapes|^the bandit scheduler spends most slots|^multi-task replay: the bandit and gradient'
+  statistical='beats? random search|^on convolution_A4000 Chameleon escapes|^the bandit scheduler spends most slots|^multi-task replay: the schedulers against sequential'
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -E "^consumer\.|^compile_fail\.|$statistical|$crash_test"
   ASAN_OPTIONS=$ASAN_OPTIONS:handle_segv=0:handle_sigfpe=0 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$crash_test"
@@ -103,10 +103,11 @@ if [[ $what == thread || $what == all ]]; then
   # Left out, with the reason:
   # - consumer.*, compile_fail.*: as above, nothing instrumented (the Release run checks the
   #   compile-fail diagnostics with GCC; their regex also takes clang 14's form).
+  # - docs.*: the documentation's programs, built and run by the Release and ASan runs.
   # - the search-space tests of the CPU kernels (conv2d's ResNet-18 space, the GEMM space, where
   #   gemm1x1 is offered): they enumerate and sample the spaces on one thread, with no OpenMP, and
   #   take ~5 minutes under TSan; ASan+UBSan runs them.
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 900 \
-    -E '^consumer\.|^compile_fail\.|^conv2d: the space of a ResNet-18 layer|^the GEMM space:|^conv2d: gemm1x1 is offered'
+    -E '^consumer\.|^compile_fail\.|^docs\.|^conv2d: the space of a ResNet-18 layer|^the GEMM space:|^conv2d: gemm1x1 is offered'
 fi
 echo "sanitize: no sanitizer reports"

@@ -4,6 +4,7 @@
 // config, and OpenMP in the child after the parent used OpenMP.
 #include <tunekit/evaluator/adaptive_cv.hpp>
 #include <tunekit/evaluator/isolation.hpp>
+#include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/optimizer/grid_search.hpp>
 #include <tunekit/presets.hpp>
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -209,4 +211,19 @@ TEST_CASE("Isolated: exceptions in the child and bad parameters") {
   CHECK(m.error == "device lost");
   CHECK_THROWS_AS(Isolated<>(Deterministic(), {.timeout_seconds = 0}), std::invalid_argument);
   CHECK_THROWS_AS(Isolated<>(Deterministic(), {.timeout_seconds = INFINITY}), std::invalid_argument);
+}
+
+TEST_CASE("Isolated: a bundled kernel's wrong output is found by the child's verification") {
+  // conv2d with a deliberately perturbed output path: prepare succeeds, the child runs, verifies
+  // (Conv2dKernel::verify) and sends wrong_result back through the pipe.
+  const tunekit::cpu::Conv2dShape shape{.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3,
+                                        .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  tunekit::cpu::Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "perturbed",
+                                       .output_fault = [](std::span<float> out) { out[1] -= 1e-3f; }});
+  tunekit::Rng rng(8);
+  tunekit::Isolated<tunekit::Deterministic> isolated(tunekit::Deterministic({.warmup = 1, .repeat = 2}),
+                                                      {.timeout_seconds = 30.0});
+  const auto m = isolated.measure(k, k.space().sample(rng), rng);
+  CHECK(m.status == tunekit::Status::wrong_result);
+  CHECK(m.error.find("exceeds the tolerance") != std::string::npos);
 }

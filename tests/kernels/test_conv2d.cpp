@@ -1,4 +1,3 @@
-#include <tunekit/evaluator/isolation.hpp>
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/resnet18.hpp>
 #include <tunekit/presets.hpp>
@@ -264,7 +263,7 @@ TEST_CASE("conv2d: a perturbed output is wrong_result through the evaluator, whi
   }
 }
 
-TEST_CASE("conv2d: with a perturbed output every trial is wrong_result and there is no best, also isolated") {
+TEST_CASE("conv2d: with a perturbed output every trial is wrong_result and there is no best") {
   const Conv2dShape shape{.batch = 1, .height = 5, .width = 9, .in_channels = 17, .out_channels = 3,
                           .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
   Conv2dKernel k(shape, {.threads = 2, .seed = 1, .name = "perturbed",
@@ -275,12 +274,8 @@ TEST_CASE("conv2d: with a perturbed output every trial is wrong_result and there
   CHECK(result.trials == 8);
   CHECK_FALSE(result.best);
   for (const auto& t : tuner.history()) CHECK(t.measurement.status == Status::wrong_result);
-  // In a forked child (Isolated) the child verifies: the status comes back through the pipe.
-  tunekit::Isolated<tunekit::Deterministic> isolated(tunekit::Deterministic({.warmup = 1, .repeat = 2}),
-                                                      {.timeout_seconds = 30.0});
-  const auto m = isolated.measure(k, k.space().sample(rng), rng);
-  CHECK(m.status == Status::wrong_result);
-  CHECK(m.error.find("exceeds the tolerance") != std::string::npos);
+  // The same through Isolated (the child verifies): tests/evaluator/test_isolation.cpp, since
+  // ThreadSanitizer, which runs this file, cannot fork a process that has threads.
 }
 
 TEST_CASE("conv2d: a short random-search tuning run ends with a valid, verified best config") {

@@ -42,9 +42,10 @@ bool finds_optimum(const char* name, typename TunerT::Parts parts = {}, Callback
   return best["x"] == 6 && best["tile"] == 8 && r.trials == 56;
 }
 
-int main() {
+int main(int, char** argv) {
   namespace fs = std::filesystem;
-  const fs::path log = fs::temp_directory_path() / "tunekit_consumer.jsonl";
+  // Next to the program: the two consumer builds (find_package, add_subdirectory) run at once.
+  const fs::path log = fs::absolute(argv[0]).parent_path() / "tunekit_consumer.jsonl";
   fs::remove(log);
   bool ok = finds_optimum<tunekit::RandomSearchTuner>("random", {}, tunekit::LogToFile(log));
   {

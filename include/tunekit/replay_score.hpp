@@ -4,6 +4,10 @@
 ///
 /// score(B) = best recorded time of the space / recorded time of the config the tuner holds as
 /// best after B measured configs (chosen by its own noisy measurements); 0 before any success.
+/// found(B) = best recorded time of the space / best recorded time among the configs measured
+/// within B: PEERS.md's score, where the peers' simulation mode answers every config with its
+/// recorded mean, so the best config found is the best measured. found >= score; they differ
+/// when measurement noise ranks a slower config first (replay answers with recorded samples).
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/replay/replay_kernel.hpp"
@@ -22,19 +26,23 @@ namespace tunekit {
 /// One tuning run replayed on a dataset: the history and the score after each trial.
 struct ReplayTrace {
   std::vector<Trial> trials{};
-  /// score after trial t is score[t - 1].
+  /// score after trial t is score[t - 1]; found likewise.
   std::vector<double> score{};
+  std::vector<double> found{};
   double wall_seconds = 0.0;
 };
 
 namespace detail {
-/// Callback that records the score after each trial.
+/// Callback that records the score and the found score after each trial.
 struct ScoreRecorder {
   const ReplayKernel* kernel{};
   std::vector<double>* score{};
-  void on_measured(const TuningState& s, const Trial&) {
+  std::vector<double>* found{};
+  void on_measured(const TuningState& s, const Trial& t) {
     const Trial* b = s.history.best();
     score->push_back(b ? kernel->optimum_ms() / kernel->recorded_ms(b->config) : 0.0);
+    const double here = t.measurement.ok() ? kernel->optimum_ms() / kernel->recorded_ms(t.config) : 0.0;
+    found->push_back(std::max(here, found->empty() ? 0.0 : found->back()));
   }
 };
 }  // namespace detail
@@ -44,7 +52,7 @@ template <class TunerT, class... Callbacks>
 ReplayTrace replay_trace(TunerT& tuner, ReplayKernel& kernel, Rng& rng, Callbacks&&... callbacks) {
   ReplayTrace trace;
   const auto t0 = std::chrono::steady_clock::now();
-  tuner.tune(kernel, rng, detail::ScoreRecorder{&kernel, &trace.score},
+  tuner.tune(kernel, rng, detail::ScoreRecorder{&kernel, &trace.score, &trace.found},
              std::forward<Callbacks>(callbacks)...);
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.trials = tuner.history().trials();
@@ -64,16 +72,21 @@ inline double quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+/// Which of a trace's scores to read: the tuner's own pick (score) or the best measured (found).
+enum class ScoreKind { held, found };
+
 /// Score of a trace after `budget` trials (its last score when it measured fewer).
-inline double score_at(const ReplayTrace& t, std::size_t budget) {
-  if (t.score.empty() || budget == 0) return 0.0;
-  return t.score[std::min(budget, t.score.size()) - 1];
+inline double score_at(const ReplayTrace& t, std::size_t budget, ScoreKind kind = ScoreKind::held) {
+  const auto& v = kind == ScoreKind::held ? t.score : t.found;
+  if (v.empty() || budget == 0) return 0.0;
+  return v[std::min(budget, v.size()) - 1];
 }
 
 /// Trials until a trace first reached `target` score; infinity when it never did.
-inline double evals_to(const ReplayTrace& t, double target) {
-  for (std::size_t i = 0; i < t.score.size(); ++i)
-    if (t.score[i] >= target) return static_cast<double>(i + 1);
+inline double evals_to(const ReplayTrace& t, double target, ScoreKind kind = ScoreKind::held) {
+  const auto& v = kind == ScoreKind::held ? t.score : t.found;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] >= target) return static_cast<double>(i + 1);
   return std::numeric_limits<double>::infinity();
 }
 

@@ -43,6 +43,9 @@ void round_overhead(benchmark::State& state) {
 
 }  // namespace
 
+// tunekit's own search: its Parzen densities are refitted on the history every round (asked for
+// 64, it proposes 1 + n / 100 configs).
+BENCHMARK(round_overhead<tunekit::TpeLocalTuner>)->Name("tpe-local")->Arg(100)->Arg(500)->Arg(1000)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::RandomSearchTuner>)->Name("random")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::AutoTvmTuner>)->Name("autotvm")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::RfEiSaTuner>)->Name("rfei-sa")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);

@@ -19,7 +19,7 @@
 namespace examples {
 
 struct TuningSetup {
-  std::string tuner = "adatune";
+  std::string tuner = "tpe-local";
   std::size_t budget = 500;
   double seconds = 150;
   std::size_t plan_size = 32;
@@ -32,10 +32,10 @@ struct TuningSetup {
   tunekit::AdaptiveCVParams adaptive{};
 };
 
-/// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): AutoTVM's preset,
+/// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (tpe-local),
 /// 300 configurations or 300 s; a measurement over 10 s is a timeout.
 inline const TuningSetup cuda_tuning_defaults{
-    .tuner = "autotvm",
+    .tuner = "tpe-local",
     .budget = 300,
     .seconds = 300,
     .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},

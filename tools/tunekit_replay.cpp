@@ -35,7 +35,7 @@ with the dataset's recorded samples, so the search sees real noise and real fail
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
                          Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
-  --tuner NAME           tuner preset (docs/concepts.md):                         [random]
+  --tuner NAME           tuner preset (docs/concepts.md):                      [tpe-local]
 )";
 
 const char* const usage_tail = R"(  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
@@ -123,7 +123,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.slot = cl.count("--slot", 16);
   a.weights = number_list(cl, "--weights", a.datasets.size(), 1.0);
   a.flops = number_list(cl, "--flops", a.datasets.size(), 0.0);
-  a.tuner = cl.text("--tuner", "random");
+  a.tuner = cl.text("--tuner", "tpe-local");
   a.evaluator = cl.text("--evaluator", "preset");
   a.repeat = cl.count("--repeat", 3);
   a.max_runs = cl.count("--max-runs", 500);

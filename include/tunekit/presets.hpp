@@ -12,6 +12,7 @@
 #include "tunekit/optimizer/policy_gradient.hpp"
 #include "tunekit/optimizer/random_search.hpp"
 #include "tunekit/optimizer/simulated_annealing.hpp"
+#include "tunekit/optimizer/tree_parzen.hpp"
 #include "tunekit/surrogate/gradient_boosted_trees.hpp"
 #include "tunekit/surrogate/random_forest.hpp"
 #include "tunekit/tuner.hpp"
@@ -22,6 +23,12 @@ namespace tunekit {
 using RandomSearchTuner = Tuner<NoSurrogate, PredictedMean, RandomSearch, Deterministic>;
 /// Every valid config in lexicographic order.
 using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Deterministic>;
+
+/// tunekit's own search (TreeParzen): a maximin start over the constrained space, then a
+/// multivariate TPE over the history whose candidates are its draws and the neighbourhoods of the
+/// best configs, failures modelled as a class of their own; deterministic measurement. The
+/// default of tunekit-replay and the tuning programs.
+using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.

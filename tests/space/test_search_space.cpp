@@ -471,7 +471,7 @@ TEST_CASE("neighbours(): +-1 step of ordered knobs, every other value of unorder
         std::set<Config>{{0, 0, 0}, {1, 1, 0}, {1, 2, 0}, {1, 0, 1}});
 }
 
-TEST_CASE("neighbours() equals a brute force over every config of a constrained space") {
+TEST_CASE("neighbours() and hamming_neighbours() equal a brute force over every config of a constrained space") {
   SearchSpace s;
   s.add(Knob::ordinal("o", {7, 3, 5, 1}))
       .add(Knob::power_of_two("p", 1, 8))
@@ -493,7 +493,7 @@ TEST_CASE("neighbours() equals a brute force over every config of a constrained 
   for (std::uint64_t i = 0; i < s.product_size(); ++i) {
     const Config c = s.from_index(i);
     CHECK(s.is_valid(c) == valid(c));
-    std::set<Config> expected;
+    std::set<Config> expected, hamming;
     for (std::uint64_t j = 0; j < s.product_size(); ++j) {
       const Config d = s.from_index(j);
       std::size_t differing = 0, where = 0;
@@ -503,6 +503,7 @@ TEST_CASE("neighbours() equals a brute force over every config of a constrained 
           where = k;
         }
       if (differing != 1 || !valid(d)) continue;
+      hamming.insert(d);
       const auto step = static_cast<std::int64_t>(d[where]) - static_cast<std::int64_t>(c[where]);
       if (ordered[where] && step != 1 && step != -1) continue;
       expected.insert(d);
@@ -512,6 +513,10 @@ TEST_CASE("neighbours() equals a brute force over every config of a constrained 
     CAPTURE(i);
     REQUIRE(got_set.size() == got.size());
     REQUIRE(got_set == expected);
+    // hamming_neighbours: every valid config that differs in exactly one knob, in any way.
+    const auto h = s.hamming_neighbours(c);
+    REQUIRE(std::set<Config>(h.begin(), h.end()).size() == h.size());
+    REQUIRE(std::set<Config>(h.begin(), h.end()) == hamming);
     total_neighbours += got.size();
   }
   CHECK(total_neighbours > 0);

@@ -31,7 +31,9 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
     CHECK(keys == std::set<std::string>{"dataset", "tuner", "seeds", "budget", "optimum_ms", "score_median",
                                         "score_p25", "score_p75", "evals_to_95_median",
                                         "evals_to_99_median", "wall_seconds_per_run", "evaluator",
-                                        "measure_seconds_to_95_median", "measure_seconds_median"});
+                                        "measure_seconds_to_95_median", "measure_seconds_median",
+                                        "found_score_median", "found_score_p25", "found_score_p75",
+                                        "found_evals_to_95_median", "found_evals_to_99_median"});
     CHECK(j["seeds"] == 4);
     CHECK(j["budget"] == 120);
     CHECK(j["tuner"] == "random");
@@ -42,6 +44,8 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
       CHECK(v.get<double>() <= 1.0);
       CHECK(j["score_p25"][key].get<double>() <= v.get<double>());
       CHECK(j["score_p75"][key].get<double>() >= v.get<double>());
+      // The best measured config is at least as good as the one held best by noisy measurements.
+      CHECK(j["found_score_median"][key].get<double>() >= v.get<double>());
     }
     CHECK(checkpoints == std::set<std::string>{"25", "50", "100"});
     // trials.csv: a header and one row per (seed, trial).

@@ -20,6 +20,7 @@ bool is(std::string_view name) {
 }  // namespace
 
 TEST_CASE("with_preset: each name gives its preset") {
+  CHECK(is<TpeLocalTuner>("tpe-local"));
   CHECK(is<RandomSearchTuner>("random"));
   CHECK(is<GridSearchTuner>("grid"));
   CHECK(is<AutoTvmTuner>("autotvm"));
@@ -40,16 +41,16 @@ TEST_CASE("with_preset: each name gives its preset") {
   }
   CHECK(names.size() == preset_infos.size());
   CHECK(types.size() == preset_infos.size());
-  CHECK(preset_names() == "random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, sa-as, ppo");
+  CHECK(preset_names() == "tpe-local, random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, sa-as, ppo");
   const std::string help = preset_help(4);
   CHECK(static_cast<std::size_t>(std::count(help.begin(), help.end(), '\n')) == preset_infos.size());
-  CHECK(help.rfind("    random  ", 0) == 0);
+  CHECK(help.rfind("    tpe-local  ", 0) == 0);
 }
 
 TEST_CASE("with_preset: an unknown name throws, naming it and the known ones") {
   const char* const message =
-      "unknown tuner preset 'xgb' (available: random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, sa-as, "
-      "ppo)";
+      "unknown tuner preset 'xgb' (available: tpe-local, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "
+      "chameleon, sa-as, ppo)";
   CHECK_FALSE(is_preset("xgb"));
   CHECK_THROWS_WITH_AS(with_preset("xgb", []<class TunerT>() { return 0; }), message, std::invalid_argument);
   CHECK_THROWS_WITH_AS(check_preset("xgb"), message, std::invalid_argument);

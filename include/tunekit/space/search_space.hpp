@@ -172,6 +172,24 @@ class SearchSpace {
     return out;
   }
 
+  /// The valid configs that differ from `c` in exactly one knob, any other value of it (Kernel
+  /// Tuner's "Hamming" neighbourhood; `neighbours` is its "adjacent" one), knob by knob, values
+  /// ascending.
+  std::vector<Config> hamming_neighbours(const Config& c) const {
+    check_shape(c);
+    std::vector<Config> out;
+    Config n = c;
+    for (std::size_t k = 0; k < knobs_.size(); ++k) {
+      for (std::uint32_t v = 0; v < knobs_[k].size(); ++v) {
+        if (v == c[k]) continue;
+        n[k] = v;
+        if (satisfies(n, to_index(n))) out.push_back(n);
+      }
+      n[k] = c[k];
+    }
+    return out;
+  }
+
   /// The flat indices of all valid configs, ascending. Throws std::length_error when the
   /// product exceeds `limit` (enumeration would be too slow).
   std::vector<std::uint64_t> valid_indices(std::uint64_t limit = std::uint64_t{1} << 28) const {

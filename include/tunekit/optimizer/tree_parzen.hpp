@@ -1,0 +1,299 @@
+#pragma once
+/// \file
+/// TreeParzen: tunekit's own search. A space-filling start over the constrained space, then a
+/// multivariate tree-structured Parzen estimator (TPE) whose candidates are its own draws and the
+/// neighbourhoods of the best configs, with failures modelled by a density of their own.
+
+#include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/optimizer/draw_unvisited.hpp"
+#include "tunekit/stats/parzen.hpp"
+
+#include <boost/random/beta_distribution.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tunekit {
+
+/// Parameters of TreeParzen. The defaults are the literature's (Optuna's TPE: 10 start-up
+/// trials, gamma 0.1 capped at 25, Scott's-rule bandwidths), not fitted to any recorded space.
+struct TreeParzenParams {
+  /// Configs of the space-filling start (before the densities are fitted).
+  std::size_t startup = 10;
+  /// Random valid configs each start-up config is chosen from (the one farthest from all
+  /// visited configs: greedy maximin).
+  std::size_t design_pool = 64;
+  /// The good group: the ceil(gamma * n) fastest of the n successful configs, at most max_good.
+  double gamma = 0.1;
+  std::size_t max_good = 25;
+  /// Candidates drawn from the good density l(x) each round.
+  std::size_t samples = 64;
+  /// The best configs whose unvisited neighbours (SearchSpace::hamming_neighbours: every other
+  /// value of one knob) join the candidates.
+  std::size_t incumbents = 1;
+  /// Trials per extra config in a batch: a round measures 1 + floor(trials / batch_growth)
+  /// configs (at most what was asked), so batches grow as the model firms up.
+  std::size_t batch_growth = 100;
+  /// Whether failed configs are modelled (P(ok | x) in the score); false leaves them out of the
+  /// model altogether (an ablation: they are then neither good nor bad).
+  bool model_failures = true;
+  /// Kernel widths of the densities.
+  ParzenParams parzen{};
+
+  void validate() const {
+    if (startup == 0) throw std::invalid_argument("TreeParzenParams: startup must be at least 1");
+    if (design_pool == 0) throw std::invalid_argument("TreeParzenParams: design_pool must be at least 1");
+    if (!(gamma > 0 && gamma <= 1)) throw std::invalid_argument("TreeParzenParams: gamma must be in (0, 1]");
+    if (max_good == 0) throw std::invalid_argument("TreeParzenParams: max_good must be at least 1");
+    if (samples == 0 && incumbents == 0)
+      throw std::invalid_argument("TreeParzenParams: samples and incumbents cannot both be 0");
+    if (batch_growth == 0) throw std::invalid_argument("TreeParzenParams: batch_growth must be at least 1");
+    parzen.validate();
+  }
+};
+
+/// What TreeParzen did in its last propose (`last_round()`).
+struct TreeParzenRound {
+  /// Whether the configs came from the space-filling start (else from the densities).
+  bool design = true;
+  /// Sizes of the good and the other group, and failures modelled.
+  std::size_t good = 0, bad = 0, failed = 0;
+  /// Candidates scored: drawn from l(x), and neighbours of the incumbents.
+  std::size_t drawn = 0, neighbours = 0;
+  /// Configs proposed that were neighbours of an incumbent.
+  std::size_t local_picks = 0;
+  /// The sources' hits and misses so far (global, local), as the Thompson sampling saw them.
+  double hits[2] = {0.0, 0.0};
+  double misses[2] = {0.0, 0.0};
+};
+
+/// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
+///
+/// 1. Start: `startup` configs chosen one by one, each the farthest (mean per-knob distance:
+///    value positions over the knob's range for ordered knobs, 0/1 for the others) from every
+///    visited config among `design_pool` random valid ones: a maximin design over the constrained
+///    space, so the model starts from configs that cover it. The start goes on while fewer than
+///    two configs succeeded.
+/// 2. Model: the successful configs split by measured time into the good ones (the
+///    ceil(gamma * n) fastest, at most max_good) and the others; l(x) and g(x) are their
+///    ParzenEstimators, and, once configs failed, f(x) the estimator of the failures and s(x) that
+///    of all successes. A candidate x scores
+///        log l(x) - log g(x) + log P(ok | x),  P(ok | x) = n_s s(x) / (n_s s(x) + n_f f(x)),
+///    TPE's density ratio (expected improvement up to a monotone map) times the probability that
+///    x runs at all: failures are a class of their own, never a huge time.
+/// 3. Candidates: `samples` draws from l(x) (global moves, toward where the good configs are)
+///    and the unvisited Hamming neighbours of the `incumbents` best configs (local moves: another
+///    value of one knob), all valid and unvisited.
+/// 4. The mix: each pick comes from one source, global or local, chosen by Thompson sampling:
+///    a draw from Beta(1 + hits, 1 + misses) per source, where a hit is a config of that source
+///    that was measured and is in the good group at the next round; the source with the larger
+///    draw gives its best-scored candidate (the other source when it has none left). What the run
+///    has seen decides how much it searches near the incumbent.
+/// 5. Batch: 1 + floor(trials / batch_growth) configs (at most n); after each pick the pick joins
+///    g(x) as a pessimistic lie (constant liar), so a batch spreads out. Configs handed out and
+///    not yet measured are lies in g(x) too.
+///
+/// The source statistics are the optimizer's only state besides its parameters; an exact resume
+/// (re-execution) rebuilds them.
+class TreeParzen {
+ public:
+  TreeParzen() = default;
+  explicit TreeParzen(TreeParzenParams params) : params_(std::move(params)) { params_.validate(); }
+
+  const TreeParzenParams& params() const noexcept { return params_; }
+  /// What the last propose did.
+  const TreeParzenRound& last_round() const noexcept { return last_; }
+
+  std::vector<Config> propose(const SearchContext& ctx, std::size_t n, Rng& rng) {
+    last_ = {};
+    std::vector<Config> out;
+    if (n == 0) return out;
+    std::unordered_set<std::uint64_t> taken;
+    std::vector<const Trial*> ok;
+    std::vector<Config> failed;
+    for (const Trial& t : ctx.history) {
+      if (t.measurement.ok())
+        ok.push_back(&t);
+      else
+        failed.push_back(t.config);
+    }
+    if (ctx.visited.size() < params_.startup || ok.size() < 2) {
+      const std::size_t want = ctx.visited.size() < params_.startup ? params_.startup - ctx.visited.size() : 1;
+      design(ctx, std::min(n, want), rng, taken, out);
+      return out;
+    }
+    last_.design = false;
+
+    // The groups: good, the others (with the configs handed out and not measured as lies), failed.
+    std::stable_sort(ok.begin(), ok.end(),
+                     [](const Trial* a, const Trial* b) { return a->measurement.mean < b->measurement.mean; });
+    const auto n_good = std::clamp<std::size_t>(
+        static_cast<std::size_t>(std::ceil(params_.gamma * static_cast<double>(ok.size()))), 1,
+        std::min(params_.max_good, ok.size() - 1));
+    std::vector<Config> good, bad, successes;
+    for (std::size_t i = 0; i < ok.size(); ++i) {
+      (i < n_good ? good : bad).push_back(ok[i]->config);
+      successes.push_back(ok[i]->config);
+    }
+    std::vector<std::uint64_t> pending;  // ascending, so that sums do not depend on hashing order
+    for (std::uint64_t idx : ctx.visited)
+      if (!ctx.history.contains(idx)) pending.push_back(idx);
+    std::sort(pending.begin(), pending.end());
+    for (std::uint64_t idx : pending) bad.push_back(ctx.space.from_index(idx));
+    // Credit the sources of the configs this optimizer proposed and that were measured since:
+    // a success when the config is in the good group now.
+    const double good_time = ok[n_good - 1]->measurement.mean;
+    for (const Trial& t : ctx.history) {
+      const auto it = source_.find(t.index);
+      if (it == source_.end()) continue;
+      const bool hit = t.measurement.ok() && t.measurement.mean <= good_time;
+      (hit ? hits_ : misses_)[it->second] += 1.0;
+      source_.erase(it);
+    }
+    std::copy(std::begin(hits_), std::end(hits_), last_.hits);
+    std::copy(std::begin(misses_), std::end(misses_), last_.misses);
+    last_.good = good.size();
+    last_.bad = bad.size();
+    last_.failed = failed.size();
+    const ParzenEstimator l(ctx.space, good, {}, params_.parzen);
+    const ParzenEstimator g(ctx.space, bad, {}, params_.parzen);
+
+    // Candidates: neighbours of the incumbents, then draws from l(x).
+    std::vector<Config> cands;
+    std::vector<bool> local;
+    std::unordered_set<std::uint64_t> seen;
+    auto consider = [&](Config c, bool is_local) {
+      const auto idx = ctx.space.to_index(c);
+      if (ctx.visited.contains(idx) || !seen.insert(idx).second) return false;
+      cands.push_back(std::move(c));
+      local.push_back(is_local);
+      return true;
+    };
+    for (std::size_t i = 0; i < std::min(params_.incumbents, ok.size()); ++i)
+      for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) last_.neighbours += consider(std::move(c), true);
+    const std::size_t max_attempts = 32 * params_.samples;
+    for (std::size_t attempt = 0; last_.drawn < params_.samples && attempt < max_attempts; ++attempt) {
+      Config c = l.sample(rng);
+      if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), false);
+    }
+
+    // Scores: log l - log g + log P(ok).
+    const std::size_t m = cands.size();
+    std::vector<double> log_l(m), g_sum(m), log_ok(m, 0.0);
+    for (std::size_t i = 0; i < m; ++i) {
+      log_l[i] = l.log_density(cands[i]);
+      g_sum[i] = g.density(cands[i]) * g.total_weight();
+    }
+    if (params_.model_failures && !failed.empty()) {
+      const ParzenEstimator s(ctx.space, successes, {}, params_.parzen);
+      const ParzenEstimator f(ctx.space, failed, {}, params_.parzen);
+      const double ns = static_cast<double>(successes.size()), nf = static_cast<double>(failed.size());
+      for (std::size_t i = 0; i < m; ++i) {
+        const double ps = ns * s.density(cands[i]), pf = nf * f.density(cands[i]);
+        log_ok[i] = std::log(ps / (ps + pf));
+      }
+    }
+
+    // The batch, best first, each pick a lie in g(x).
+    const std::size_t batch =
+        std::min(n, 1 + ctx.history.size() / params_.batch_growth);
+    double g_weight = g.total_weight();
+    std::vector<bool> used(m, false);
+    while (out.size() < batch) {
+      // The source (drawn or local) by Thompson sampling over its Beta(1 + hits, 1 + misses),
+      // then its best-scored candidate; the other source when it has none left.
+      std::size_t best_in[2] = {m, m};
+      double best_score[2] = {0.0, 0.0};
+      for (std::size_t i = 0; i < m; ++i) {
+        if (used[i]) continue;
+        const double score = log_l[i] - std::log(g_sum[i] / g_weight) + log_ok[i];
+        const int src = local[i] ? 1 : 0;
+        if (best_in[src] == m || score > best_score[src]) {
+          best_in[src] = i;
+          best_score[src] = score;
+        }
+      }
+      if (best_in[0] == m && best_in[1] == m) break;
+      int src = best_in[0] == m ? 1 : 0;
+      if (best_in[0] != m && best_in[1] != m) {
+        const double t0 = boost::random::beta_distribution<double>(1.0 + hits_[0], 1.0 + misses_[0])(rng);
+        const double t1 = boost::random::beta_distribution<double>(1.0 + hits_[1], 1.0 + misses_[1])(rng);
+        src = t1 > t0 ? 1 : 0;
+      }
+      const std::size_t best = best_in[src];
+      used[best] = true;
+      last_.local_picks += local[best];
+      source_[ctx.space.to_index(cands[best])] = src;
+      taken.insert(ctx.space.to_index(cands[best]));
+      for (std::size_t i = 0; i < m; ++i)
+        if (!used[i]) g_sum[i] += g.kernel(cands[best], cands[i]);
+      g_weight += 1.0;
+      out.push_back(cands[best]);
+    }
+    // No candidate left (the space is nearly exhausted): random unvisited configs.
+    if (out.size() < batch) draw_unvisited(ctx, batch - out.size(), rng, taken, out);
+    return out;
+  }
+
+ private:
+  // Greedy maximin: each config the farthest from every visited and chosen one among
+  // design_pool random unvisited valid configs.
+  void design(const SearchContext& ctx, std::size_t count, Rng& rng, std::unordered_set<std::uint64_t>& taken,
+              std::vector<Config>& out) const {
+    const SearchSpace& space = ctx.space;
+    const std::size_t d = space.dimensions();
+    std::vector<Config> placed;
+    for (std::uint64_t idx : ctx.visited) placed.push_back(space.from_index(idx));
+    auto distance = [&](const Config& a, const Config& b) {
+      double s = 0.0;
+      for (std::size_t k = 0; k < d; ++k) {
+        const Knob& knob = space.knob(k);
+        if (a[k] == b[k]) continue;
+        if (knob.ordered() && knob.size() > 1)
+          s += std::abs(static_cast<double>(a[k]) - static_cast<double>(b[k])) / static_cast<double>(knob.size() - 1);
+        else
+          s += 1.0;
+      }
+      return s / static_cast<double>(d);
+    };
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<Config> pool;
+      std::unordered_set<std::uint64_t> pool_taken = taken;
+      draw_unvisited(ctx, params_.design_pool, rng, pool_taken, pool);
+      if (pool.empty()) return;
+      std::size_t best = 0;
+      double best_d = -1.0;
+      for (std::size_t j = 0; j < pool.size(); ++j) {
+        double nearest = std::numeric_limits<double>::infinity();
+        for (const Config& p : placed) nearest = std::min(nearest, distance(pool[j], p));
+        if (nearest > best_d) {
+          best_d = nearest;
+          best = j;
+        }
+      }
+      taken.insert(space.to_index(pool[best]));
+      placed.push_back(pool[best]);
+      out.push_back(std::move(pool[best]));
+    }
+  }
+
+  TreeParzenParams params_{};
+  TreeParzenRound last_{};
+  // The source (0 drawn, 1 local) of each proposed config not measured yet, and each source's
+  // hits and misses so far.
+  std::unordered_map<std::uint64_t, int> source_{};
+  double hits_[2] = {0.0, 0.0};
+  double misses_[2] = {0.0, 0.0};
+};
+
+static_assert(Optimizer<TreeParzen>);
+
+}  // namespace tunekit

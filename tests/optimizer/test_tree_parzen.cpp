@@ -1,0 +1,242 @@
+// TreeParzen, tunekit's own search: its maximin start, its density model, its failure model, its
+// local moves and their Thompson-sampled share, its growing batches; each against random search
+// or a brute force on synthetic spaces (the recorded spaces: tests/tuner/test_tpe_local.cpp).
+#include <tunekit/optimizer/random_search.hpp>
+#include <tunekit/optimizer/tree_parzen.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+#include <unordered_set>
+#include <vector>
+
+using namespace tunekit;
+
+namespace {
+
+// The time of a config, or nullopt-like infinity for a failure.
+using Objective = std::function<double(const Config&)>;
+
+// Drives an optimizer as Tuner::tune does, with noiseless times: asks `plan` configs a round until
+// `budget` configs are measured. Returns the times in measurement order (infinity: failed).
+template <class O>
+std::vector<double> run(O& opt, const SearchSpace& s, const Objective& f, std::size_t budget, std::uint64_t seed,
+                        std::size_t plan = 32) {
+  History h;
+  std::unordered_set<std::uint64_t> visited;
+  Rng rng(seed);
+  std::vector<double> times;
+  while (h.size() < budget) {
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    const auto batch = opt.propose(ctx, std::min(plan, budget - h.size()), rng);
+    if (batch.empty()) break;
+    for (const Config& c : batch) {
+      REQUIRE(s.is_valid(c));
+      const auto idx = s.to_index(c);
+      REQUIRE(visited.insert(idx).second);
+      const double t = f(c);
+      Measurement m = std::isfinite(t) ? Measurement::from_samples({t}, 0.0)
+                                       : Measurement::failure(Status::runtime_error, "fails", 0.0);
+      h.add(Trial{c, idx, m, 0.0});
+      times.push_back(t);
+    }
+  }
+  return times;
+}
+
+double best_of(const std::vector<double>& t, std::size_t first) {
+  double b = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < std::min(first, t.size()); ++i) b = std::min(b, t[i]);
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Four ordinal knobs of 16 values with an interaction: 65536 configs, one optimum at
+// (11, 4, 13, 6), and a smooth bowl around it with a ridge that couples a and b.
+SearchSpace bowl_space() {
+  SearchSpace s;
+  for (const char* n : {"a", "b", "c", "d"}) s.add(Knob::range(n, 0, 15));
+  return s;
+}
+double bowl(const Config& c) {
+  const double a = c[0] - 11.0, b = c[1] - 4.0, cc = c[2] - 13.0, d = c[3] - 6.0;
+  return 1.0 + 0.02 * (a * a + b * b + cc * cc + d * d) + 0.03 * std::abs(a + b);
+}
+
+}  // namespace
+
+TEST_CASE("TreeParzen: the start is a maximin design, more spread than random configs") {
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 63)).add(Knob::range("y", 0, 63));
+  auto spread = [&](const std::vector<Config>& cs) {
+    double nearest = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      for (std::size_t j = i + 1; j < cs.size(); ++j)
+        nearest = std::min(nearest, std::abs(double(cs[i][0]) - cs[j][0]) + std::abs(double(cs[i][1]) - cs[j][1]));
+    return nearest;
+  };
+  std::vector<double> design, random;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    History h;
+    std::unordered_set<std::uint64_t> visited;
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    TreeParzen tp;
+    Rng rng(seed);
+    const auto start = tp.propose(ctx, 64, rng);
+    REQUIRE(start.size() == TreeParzenParams{}.startup);  // the start only, however many are asked
+    CHECK(tp.last_round().design);
+    design.push_back(spread(start));
+    Rng rr(seed);
+    random.push_back(spread(RandomSearch{}.propose(ctx, start.size(), rr)));
+  }
+  // Ten points on a 64 x 64 grid: random configs come within ~5 steps of each other (median),
+  // the maximin start keeps them several times farther apart.
+  MESSAGE("median nearest pair: maximin " << median(design) << ", random " << median(random));
+  CHECK(median(design) >= 2.0 * median(random));
+  CHECK(*std::min_element(design.begin(), design.end()) >= 8.0);
+}
+
+TEST_CASE("TreeParzen: finds the optimum of a bowl far sooner than random search") {
+  const SearchSpace s = bowl_space();
+  std::vector<double> tp_best, rs_best;
+  std::size_t found = 0;
+  for (std::uint64_t seed = 0; seed < 15; ++seed) {
+    TreeParzen tp;
+    const auto t = run(tp, s, bowl, 150, seed);
+    tp_best.push_back(best_of(t, 150));
+    found += best_of(t, 150) == 1.0;
+    RandomSearch rs;
+    rs_best.push_back(best_of(run(rs, s, bowl, 150, seed), 150));
+  }
+  // 150 of 65536 configs: random search's best is ~1.2 (median); TreeParzen's is at or next to
+  // the optimum in most runs.
+  MESSAGE("median best after 150: TreeParzen " << median(tp_best) << ", random " << median(rs_best) << "; optimum in "
+                                               << found << " of 15");
+  CHECK(median(tp_best) <= 1.03);
+  CHECK(median(rs_best) >= 1.10);
+  CHECK(found >= 8);
+}
+
+TEST_CASE("TreeParzen: failures are a class of their own, and it learns to avoid them") {
+  // Half the space fails (a >= 8); the best times are at a = 2, b = 9, c = 3.
+  SearchSpace s;
+  for (const char* n : {"a", "b", "c"}) s.add(Knob::range(n, 0, 15));
+  auto f = [](const Config& c) {
+    if (c[0] >= 8) return std::numeric_limits<double>::infinity();
+    return 1.0 + 0.05 * std::abs(double(c[0]) - 2) + 0.02 * std::abs(double(c[1]) - 9) +
+           0.02 * std::abs(double(c[2]) - 3);
+  };
+  // Of the configs proposed after the start, the share that failed.
+  auto failed_share = [&](auto make, std::vector<double>& best) {
+    std::size_t failed = 0, proposed = 0;
+    for (std::uint64_t seed = 0; seed < 10; ++seed) {
+      auto opt = make();
+      const auto t = run(opt, s, f, 100, seed);
+      for (std::size_t i = TreeParzenParams{}.startup; i < t.size(); ++i) failed += !std::isfinite(t[i]), ++proposed;
+      best.push_back(best_of(t, 100));
+    }
+    return double(failed) / double(proposed);
+  };
+  std::vector<double> tp_best, blind_best, rs_best;
+  const double tp = failed_share([] { return TreeParzen{}; }, tp_best);
+  const double blind = failed_share([] { return TreeParzen({.model_failures = false}); }, blind_best);
+  const double rs = failed_share([] { return RandomSearch{}; }, rs_best);
+  MESSAGE("failed after the start: TreeParzen " << tp << ", without its failure model " << blind << ", random "
+                                                << rs);
+  CHECK(rs > 0.4);
+  CHECK(tp < 0.5 * blind);  // measured 0.14 against 0.56
+  CHECK(tp < 0.4 * rs);  // measured 0.14 against 0.49
+  CHECK(median(tp_best) <= median(rs_best));
+}
+
+TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by Thompson sampling") {
+  const SearchSpace s = bowl_space();
+  TreeParzen tp;
+  History h;
+  std::unordered_set<std::uint64_t> visited;
+  Rng rng(3);
+  std::size_t local = 0, rounds = 0, with_neighbours = 0;
+  while (h.size() < 120) {
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    const auto batch = tp.propose(ctx, 1, rng);
+    REQUIRE(batch.size() == 1);
+    if (!tp.last_round().design) {
+      ++rounds;
+      local += tp.last_round().local_picks;
+      with_neighbours += tp.last_round().neighbours > 0;
+      CHECK(tp.last_round().drawn > 0);
+    }
+    const auto idx = s.to_index(batch[0]);
+    visited.insert(idx);
+    h.add(Trial{batch[0], idx, Measurement::from_samples({bowl(batch[0])}, 0.0), 0.0});
+  }
+  const TreeParzenRound& r = tp.last_round();
+  // Every measured pick of the model phase but the last is credited to one source.
+  CHECK(r.hits[0] + r.misses[0] + r.hits[1] + r.misses[1] == doctest::Approx(double(rounds - 1)));
+  MESSAGE("local picks " << local << " of " << rounds << "; hits/misses global " << r.hits[0] << "/" << r.misses[0]
+                         << ", local " << r.hits[1] << "/" << r.misses[1]);
+  // On a smooth bowl the incumbent's neighbours keep landing among the good configs: the local
+  // source earns the larger share.
+  CHECK(with_neighbours > rounds / 2);  // none once the incumbent's 60 neighbours are all measured
+  CHECK(local > rounds / 3);
+  CHECK(local < rounds);
+  CHECK(r.hits[1] / (r.hits[1] + r.misses[1]) > r.hits[0] / (r.hits[0] + r.misses[0] + 1));
+}
+
+TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar") {
+  const SearchSpace s = bowl_space();
+  TreeParzen tp({.batch_growth = 50});
+  History h;
+  std::unordered_set<std::uint64_t> visited;
+  Rng rng(5);
+  // 120 configs measured by random search first.
+  RandomSearch rs;
+  {
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    for (const Config& c : rs.propose(ctx, 120, rng)) {
+      const auto idx = s.to_index(c);
+      visited.insert(idx);
+      h.add(Trial{c, idx, Measurement::from_samples({bowl(c)}, 0.0), 0.0});
+    }
+  }
+  const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+  const auto batch = tp.propose(ctx, 64, rng);
+  CHECK(batch.size() == 1 + 120 / 50);
+  CHECK(std::set<Config>(batch.begin(), batch.end()).size() == batch.size());
+  // Asked for fewer, it gives fewer.
+  CHECK(tp.propose(ctx, 1, rng).size() == 1);
+  // The configs handed out and not measured are lies: asking again gives other configs.
+  for (const Config& c : batch) visited.insert(s.to_index(c));
+  const SearchContext pending{s, h, visited, {}, 0.0, {}, 0.0};
+  for (const Config& c : tp.propose(pending, 64, rng)) CHECK_FALSE(visited.contains(s.to_index(c)));
+}
+
+TEST_CASE("TreeParzen: same seed, same proposals, and a small space exhausted exactly") {
+  const SearchSpace s = bowl_space();
+  TreeParzen a, b;
+  CHECK(run(a, s, bowl, 60, 11) == run(b, s, bowl, 60, 11));
+  SearchSpace tiny;
+  tiny.add(Knob::range("a", 0, 4)).add(Knob::boolean("b"));
+  tiny.add_constraint("a + b != 3", [](const ConfigView& c) { return c["a"] + c["b"] != 3; });
+  TreeParzen t;
+  const auto times = run(t, tiny, [](const Config& c) { return 1.0 + c[0] + c[1]; }, 100, 1, 4);
+  CHECK(times.size() == tiny.count_valid());
+}
+
+TEST_CASE("TreeParzenParams: bad values are errors") {
+  CHECK_THROWS_AS(TreeParzen({.startup = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(TreeParzen({.gamma = 0.0}), std::invalid_argument);
+  CHECK_THROWS_AS(TreeParzen({.gamma = 1.5}), std::invalid_argument);
+  CHECK_THROWS_AS(TreeParzen({.samples = 0, .incumbents = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(TreeParzen({.batch_growth = 0}), std::invalid_argument);
+  CHECK_NOTHROW(TreeParzen({.model_failures = false}));
+  CHECK_THROWS_AS(TreeParzen({.parzen = {.min_width = -1.0}}), std::invalid_argument);
+}

@@ -2,7 +2,8 @@
 # The search-efficiency table of docs/performance.md: every tuner preset on every recorded space
 # of shared/datasets, replayed with tunekit-replay (25 seeds, budget 400), at plan sizes 64
 # (AutoTVM's default) and 32. Writes one summary JSON per run under OUT and prints the markdown
-# table (median score at B = 25, 50, 100, 200, 400; median evaluations to 0.95 and 0.99).
+# table (median score at B = 25, 50, 100, 200, 400; median evaluations to 0.95 and 0.99; P: mean
+# time score over the seeds, docs/performance.md).
 #
 #   bench/search_efficiency.sh [OUT]      (after scripts/build.sh; about two hours on 2 cores)
 #
@@ -33,12 +34,13 @@ def fmt(v):
     return ">400" if v is None else f"{v:.0f}"
 for ds in sorted({r["dataset"] for r in runs}):
     print(f"\n#### {ds.removesuffix('.csv')}\n")
-    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 | P |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted((r for r in runs if r["dataset"] == ds), key=lambda r: r["file"].split("-")[-1], reverse=True):
         plan = r["file"].split("-")[-1]
         m = r["score_median"]
         cells = " | ".join(f"{m[b]:.3f}" for b in ("25", "50", "100", "200", "400"))
+        p = f"{r['time_score']['mean']:.3f}" if "time_score" in r else "-"  # summaries before P: -
         print(f"| {r['tuner']} | {plan if r['tuner'] != 'random' else '-'} | {cells} | "
-              f"{fmt(r['evals_to_95_median'])} | {fmt(r['evals_to_99_median'])} |")
+              f"{fmt(r['evals_to_95_median'])} | {fmt(r['evals_to_99_median'])} | {p} |")
 PY

@@ -57,6 +57,13 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
   --quiet                no per-seed lines
   --help                 this text
 
+Time score P (Willemsen et al., FGCS 2024; include/tunekit/replay_score.hpp): c_bar = mean
+simulated seconds to measure one config of the space with the run's evaluator, T = budget * c_bar.
+f_rand(t) = expected best recorded time of random search after t / c_bar configs; f_s(t) =
+recorded time of the config the tuner holds as best at tuning clock t (measurement costs plus
+search time). P = mean over t = T/100, 2T/100, ..., T of (f_rand - f_s) / (f_rand - optimum),
+clipped to [-1, 1]: about 0 for random search, 1 for the optimum from the start.
+
 Multi-task replay (several --dataset, or --scheduler): the datasets are the operators of one
 model, tuned in slots given out by a scheduler; the objective is the weighted sum of the tasks'
 best latencies, reported over simulated measurement seconds (summed over tasks).
@@ -165,6 +172,9 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
   return tunekit::replay_trace(tuner, kernel, rng);
 }
 
+// c_bar of the time score, measured with the evaluator the runs use.
+using SecondsPerConfigFn = std::function<double(tunekit::ReplayKernel&, const Args&)>;
+
 using MultiRunFn = std::function<tunekit::MultiTaskTrace(std::span<tunekit::ReplayKernel>,
                                                           std::span<const tunekit::TaskOptions>, const Args&,
                                                           tunekit::Rng&)>;
@@ -201,6 +211,15 @@ RunFn runner() {
 }
 
 template <class TunerT>
+SecondsPerConfigFn seconds_per_config() {
+  return [](tunekit::ReplayKernel& kernel, const Args& a) {
+    return with_evaluator<TunerT>(a, [&]<class T>(typename T::Evaluator e) {
+      return tunekit::seconds_per_config(kernel, std::move(e));
+    });
+  };
+}
+
+template <class TunerT>
 MultiRunFn multi_runner() {
   return [](std::span<tunekit::ReplayKernel> kernels, std::span<const tunekit::TaskOptions> tasks, const Args& a,
             tunekit::Rng& rng) {
@@ -213,11 +232,12 @@ MultiRunFn multi_runner() {
 struct Runners {
   RunFn single;
   MultiRunFn multi;
+  SecondsPerConfigFn seconds_per_config;
 };
 
 template <class TunerT>
 Runners runners() {
-  return {runner<TunerT>(), multi_runner<TunerT>()};
+  return {runner<TunerT>(), multi_runner<TunerT>(), seconds_per_config<TunerT>()};
 }
 
 nlohmann::json median_or_null(const std::vector<double>& v) {
@@ -470,6 +490,21 @@ int main(int argc, char** argv) {
       t95.push_back(tunekit::measure_seconds_to(t, 0.95));
       t_total.push_back(tunekit::measure_seconds(t));
     }
+    // The time score P (replay_score.hpp: time_score).
+    const auto baseline = tunekit::time_score_baseline(kernel.recorded_times_ms(),
+                                                       run.seconds_per_config(kernel, args), args.budget);
+    std::vector<double> p;
+    for (const auto& t : traces) p.push_back(tunekit::time_score(t, kernel, baseline));
+    summary["time_score"] = {{"mean", tunekit::stats::mean(p)},
+                             {"median", tunekit::quantile(p, 0.5)},
+                             {"p25", tunekit::quantile(p, 0.25)},
+                             {"p75", tunekit::quantile(p, 0.75)},
+                             {"budget_seconds", baseline.budget_seconds},
+                             {"seconds_per_config", baseline.seconds_per_config}};
+    std::printf("time score P: mean %.3f, median %.3f, p25 %.3f, p75 %.3f (over T = %.1f s = budget x %.4f s "
+                "per config; 0: random search, 1: the optimum from the start)\n",
+                tunekit::stats::mean(p), tunekit::quantile(p, 0.5), tunekit::quantile(p, 0.25),
+                tunekit::quantile(p, 0.75), baseline.budget_seconds, baseline.seconds_per_config);
     summary["measure_seconds_to_95_median"] = median_or_null(t95);
     summary["measure_seconds_median"] = median_or_null(t_total);
     std::printf("simulated measurement seconds to 0.95: %s, in all: %s (median over seeds)\n",

@@ -8,6 +8,11 @@
 /// within B: PEERS.md's score, where the peers' simulation mode answers every config with its
 /// recorded mean, so the best config found is the best measured. found >= score; they differ
 /// when measurement noise ranks a slower config first (replay answers with recorded samples).
+///
+/// time_score: the time-based performance score P of Willemsen et al., "A methodology for
+/// comparing optimization algorithms for auto-tuning" (FGCS 2024): the tuner's pick over the
+/// tuning clock against the expected best of random search in the same time; about 0 for random
+/// search, 1 for the optimum from the start (definition at time_score below).
 
 #include "tunekit/concepts.hpp"
 #include "tunekit/replay/replay_kernel.hpp"
@@ -18,6 +23,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -147,6 +154,135 @@ inline std::vector<std::pair<double, double>> random_search_score_cdf(std::vecto
     else out.emplace_back(s, p);
   }
   return out;
+}
+
+/// The random baseline of the time score: the expected best recorded time (ms) of uniform random
+/// search without replacement after k configs, f_rand(k) for k = 0 .. max_configs. With the N
+/// recorded times (failed ones included) sorted ascending, t'_1 <= ... <= t'_N, a failed one
+/// (infinity) replaced by the worst finite time w (a draw of failed configs only counts as w):
+///
+///   f_rand(k) = t'_1 + sum_{r=1}^{N-1} C(N - r, k) / C(N, k) (t'_{r+1} - t'_r),
+///
+/// C(N - r, k) / C(N, k) = P(the best of the k drawn has rank > r), as in
+/// random_search_score_cdf. f_rand(0) = w; k > N counts as N (f_rand(N) = t'_1, the optimum).
+/// Throws std::invalid_argument when no time is finite.
+inline std::vector<double> random_search_expected_best_ms(std::vector<double> times_ms, std::size_t max_configs) {
+  std::sort(times_ms.begin(), times_ms.end());
+  if (times_ms.empty() || !std::isfinite(times_ms.front()))
+    throw std::invalid_argument("random_search_expected_best_ms: no finite recorded time");
+  const double worst = *std::prev(std::find_if(times_ms.begin(), times_ms.end(),
+                                               [](double t) { return !std::isfinite(t); }));
+  for (double& t : times_ms) t = std::min(t, worst);
+  const double n = static_cast<double>(times_ms.size());
+  std::vector<double> f(max_configs + 1);
+  for (std::size_t k = 0; k <= max_configs; ++k) {
+    const double kk = std::min(static_cast<double>(k), n);
+    double e = times_ms[0], p = 1.0;  // p = C(N - r, k) / C(N, k), from p(0) = 1
+    for (std::size_t r = 1; r < times_ms.size(); ++r) {
+      const double left = n - static_cast<double>(r) + 1.0;
+      p *= std::max(0.0, left - kk) / left;
+      if (p == 0.0) break;
+      e += p * (times_ms[r] - times_ms[r - 1]);
+    }
+    f[k] = e;
+  }
+  return f;
+}
+
+/// A curve f(0), f(1), ... at a fractional index x >= 0: linear between f(floor x) and
+/// f(ceil x); the last value beyond the end.
+inline double interpolate_curve(std::span<const double> f, double x) {
+  if (f.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (!(x > 0)) return f.front();
+  const double last = static_cast<double>(f.size() - 1);
+  if (x >= last) return f.back();
+  const auto lo = static_cast<std::size_t>(std::floor(x));
+  return f[lo] + (x - static_cast<double>(lo)) * (f[lo + 1] - f[lo]);
+}
+
+/// c_bar of the time score: the mean simulated seconds of measuring one config of the space with
+/// `evaluator`, over every recorded row measured once (failed rows included, at what their
+/// failure costs), row i with the generator derive_stream(0, i).
+template <Evaluator EvaluatorT>
+double seconds_per_config(ReplayKernel& kernel, EvaluatorT evaluator) {
+  const auto configs = kernel.recorded_configs();
+  double seconds = 0.0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    Rng rng = derive_stream(0, i);
+    seconds += evaluator.measure(kernel, configs[i], rng).cost;
+  }
+  return seconds / static_cast<double>(configs.size());
+}
+
+/// What the time score compares a trace with on one space, for one evaluator and budget.
+struct TimeScoreBaseline {
+  /// f_rand(k) in ms for k = 0 .. budget configs (random_search_expected_best_ms).
+  std::vector<double> random_best_ms{};
+  /// c_bar: mean simulated seconds per config (seconds_per_config).
+  double seconds_per_config = 0.0;
+  /// T = budget * c_bar: the time random search needs for `budget` configs.
+  double budget_seconds = 0.0;
+  /// The best recorded time of the space.
+  double optimum_ms = 0.0;
+  /// The worst finite recorded time: f_rand(0), and f_s while the tuner holds no success.
+  double worst_ms = 0.0;
+};
+
+/// The baseline of the time score from the space's recorded times (ms; infinity for a failed
+/// row), c_bar and the budget in configs. Throws std::invalid_argument when c_bar is not finite and
+/// positive, the budget is 0 or no time is finite.
+inline TimeScoreBaseline time_score_baseline(const std::vector<double>& times_ms, double seconds_per_config,
+                                             std::size_t budget) {
+  if (!(seconds_per_config > 0) || !std::isfinite(seconds_per_config))
+    throw std::invalid_argument("time_score_baseline: seconds per config must be finite and positive");
+  if (budget == 0) throw std::invalid_argument("time_score_baseline: the budget must be >= 1 config");
+  TimeScoreBaseline b;
+  b.random_best_ms = random_search_expected_best_ms(times_ms, budget);
+  b.seconds_per_config = seconds_per_config;
+  b.budget_seconds = static_cast<double>(budget) * seconds_per_config;
+  b.optimum_ms = *std::min_element(times_ms.begin(), times_ms.end());
+  b.worst_ms = b.random_best_ms.front();
+  return b;
+}
+
+/// f_rand(t) = f_rand(k(t)) with k(t) = t / c_bar configs, linear between integer k
+/// (interpolate_curve).
+inline double random_baseline_ms(const TimeScoreBaseline& b, double seconds) {
+  return interpolate_curve(b.random_best_ms, seconds / b.seconds_per_config);
+}
+
+/// P(t) = (f_rand(t) - f_s(t)) / (f_rand(t) - optimum), clipped to [-1, 1]; when
+/// f_rand(t) = optimum: 1 if f_s(t) = optimum, else 0.
+inline double time_score_point(double random_ms, double held_ms, double optimum_ms) {
+  if (random_ms <= optimum_ms) return held_ms <= optimum_ms ? 1.0 : 0.0;
+  return std::clamp((random_ms - held_ms) / (random_ms - optimum_ms), -1.0, 1.0);
+}
+
+/// The time-based score P of Willemsen et al. (FGCS 2024) of one trace:
+///
+///   P = (1/100) sum_{i=1}^{100} P(t_i),  t_i = T i / 100,  T = budget * c_bar,
+///
+/// with P(t) of time_score_point, f_rand(t) of random_baseline_ms, and f_s(t) the recorded time
+/// of the config the tuner holds as best (lowest measured mean among its successes, the first
+/// on a tie, as History::best) after the last trial with tuning_seconds <= t; the worst finite
+/// time while it holds none. The tuning clock counts the measurements' simulated costs and the
+/// search's real time. Random search scores about 0 on average, a tuner that holds the optimum
+/// from t = 0 scores 1; below 0 is worse than random search.
+inline double time_score(const ReplayTrace& trace, const ReplayKernel& kernel, const TimeScoreBaseline& b) {
+  double sum = 0.0, held_ms = b.worst_ms, held_mean = std::numeric_limits<double>::infinity();
+  std::size_t next = 0;
+  for (int i = 1; i <= 100; ++i) {
+    const double t = b.budget_seconds * i / 100.0;
+    for (; next < trace.trials.size() && trace.trials[next].tuning_seconds <= t; ++next) {
+      const auto& m = trace.trials[next].measurement;
+      if (m.ok() && m.mean < held_mean) {
+        held_mean = m.mean;
+        held_ms = kernel.recorded_ms(trace.trials[next].config);
+      }
+    }
+    sum += time_score_point(random_baseline_ms(b, t), held_ms, b.optimum_ms);
+  }
+  return sum / 100.0;
 }
 
 }  // namespace tunekit

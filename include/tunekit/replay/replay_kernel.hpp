@@ -145,6 +145,13 @@ class ReplayKernel {
     for (const auto& r : rows_) t.push_back(r.time_ms);
     return t;
   }
+  /// The config of every row, in file order (the order of recorded_times_ms).
+  std::vector<Config> recorded_configs() const {
+    std::vector<Config> c;
+    c.reserve(rows_.size());
+    for (const auto& r : rows_) c.push_back(space_.from_index(r.index));
+    return c;
+  }
   /// The lowest recorded mean time in ms.
   double optimum_ms() const noexcept { return optimum_ms_; }
   std::size_t row_count() const noexcept { return rows_.size(); }

@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
-# The search-efficiency table of docs/performance.md: every tuner preset on every recorded space
-# of shared/datasets, replayed with tunekit-replay (25 seeds, budget 400), at plan sizes 64
-# (AutoTVM's default) and 32. Writes one summary JSON per run under OUT and prints the markdown
-# table (median score at B = 25, 50, 100, 200, 400; median evaluations to 0.95 and 0.99; P: mean
-# time score over the seeds, docs/performance.md).
+# The search-efficiency tables of docs/performance.md: tuner presets on every recorded space of
+# shared/datasets, replayed with tunekit-replay (25 seeds, budget 400), side by side with the best
+# peer of shared/datasets/PEERS.md in each cell. Writes one summary JSON per run under OUT and
+# prints, per space, the found score (PEERS.md's: the best measured config) at B = 25 ... 400, the
+# median measurements to 0.95 and 0.99 of it, the held score (the tuner's own pick by its noisy
+# measurements) at 100 and 400, and P (mean time score over the seeds, docs/performance.md); then
+# how many of the 20 cells each tuner is level with or above the best peer.
 #
-#   bench/search_efficiency.sh [OUT]      (after scripts/build.sh; about two hours on 2 cores)
+#   bench/search_efficiency.sh [OUT]      (after scripts/build.sh)
+#   TUNERS="tpe-local autotvm" PLANS="32" bench/search_efficiency.sh OUT   (a subset)
 #
-# The runs are deterministic: a seed gives the same trace on any machine and thread count.
+# Every preset at plan sizes 64 and 32 takes about two hours on 2 cores (the forest pipelines'
+# search is most of it); tpe-local alone takes seconds. The runs are deterministic: a seed gives
+# the same trace on any machine and thread count (P also counts the search's own time, so it
+# varies a little between machines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/search_efficiency}
 datasets=${TUNEKIT_DATASETS:-../shared/datasets}
 replay=build/tools/tunekit-replay
+tuners=${TUNERS:-tpe-local random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
+plans=${PLANS:-64 32}
 mkdir -p "$out"
 for csv in "$datasets"/*.csv; do
   name=$(basename "$csv" .csv)
-  for plan in 64 32; do
-    for tuner in random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo; do
-      if [[ $tuner == random && $plan == 32 ]]; then continue; fi
+  for plan in $plans; do
+    for tuner in $tuners; do
+      # random search and tpe-local choose their own batches: one run, at plan size 64.
+      if [[ ($tuner == random || $tuner == tpe-local) && $plan != 64 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue
       "$replay" --dataset "$csv" --tuner "$tuner" --plan-size "$plan" --budget 400 --seeds 25 \
@@ -26,21 +35,45 @@ for csv in "$datasets"/*.csv; do
     done
   done
 done
-python3 - "$out" <<'PY'
-import json, pathlib, sys
-out = pathlib.Path(sys.argv[1])
+/usr/bin/python3 - "$out" "$datasets/PEERS.md" <<'PY'
+import json, pathlib, re, sys
+out, peers_md = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+budgets = ("25", "50", "100", "200", "400")
+# The best peer per space and budget (random search excluded), from PEERS.md's tables.
+best, space = {}, None
+if peers_md.exists():
+    for line in peers_md.read_text().splitlines():
+        if m := re.match(r"## (\S+)", line):
+            space = m.group(1)
+            best[space] = [0.0] * 5
+        elif space and line.startswith("| ") and not line.startswith(("| strategy", "| random")):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            best[space] = [max(b, float(c)) for b, c in zip(best[space], cells[2:7])]
 runs = [json.loads(p.read_text()) | {"file": p.stem} for p in sorted(out.glob("*.json"))]
 def fmt(v):
     return ">400" if v is None else f"{v:.0f}"
+level = {}
 for ds in sorted({r["dataset"] for r in runs}):
-    print(f"\n#### {ds.removesuffix('.csv')}\n")
-    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 | P |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in sorted((r for r in runs if r["dataset"] == ds), key=lambda r: r["file"].split("-")[-1], reverse=True):
+    name = ds.removesuffix(".csv")
+    print(f"\n#### {name}\n")
+    print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 | held 100 | held 400 | P |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if name in best:
+        print("| best peer (PEERS.md) | - | " + " | ".join(f"{x:.3f}" for x in best[name]) + " | | | | | |")
+    for r in sorted((r for r in runs if r["dataset"] == ds), key=lambda r: (r["file"].split("-")[-1], r["tuner"]), reverse=True):
         plan = r["file"].split("-")[-1]
-        m = r["score_median"]
-        cells = " | ".join(f"{m[b]:.3f}" for b in ("25", "50", "100", "200", "400"))
-        p = f"{r['time_score']['mean']:.3f}" if "time_score" in r else "-"  # summaries before P: -
-        print(f"| {r['tuner']} | {plan if r['tuner'] != 'random' else '-'} | {cells} | "
-              f"{fmt(r['evals_to_95_median'])} | {fmt(r['evals_to_99_median'])} | {p} |")
+        f = r.get("found_score_median", r["score_median"])
+        cells = " | ".join(f"{f[b]:.3f}" for b in budgets)
+        if name in best:
+            key = f"{r['tuner']} (plan {plan})"
+            level[key] = level.get(key, 0) + sum(f[b] >= x - 1e-9 for b, x in zip(budgets, best[name]))
+        p = f"{r['time_score']['mean']:.3f}" if "time_score" in r else "-"
+        print(f"| {r['tuner']} | {plan if r['tuner'] not in ('random', 'tpe-local') else '-'} | {cells} | "
+              f"{fmt(r.get('found_evals_to_95_median', r['evals_to_95_median']))} | "
+              f"{fmt(r.get('found_evals_to_99_median', r['evals_to_99_median']))} | "
+              f"{r['score_median']['100']:.3f} | {r['score_median']['400']:.3f} | {p} |")
+if level:
+    print("\nCells (of 5 budgets x spaces) level with or above the best peer:")
+    for k, v in sorted(level.items(), key=lambda kv: -kv[1]):
+        print(f"- {k}: {v}")
 PY

@@ -33,7 +33,7 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
                                         "evals_to_99_median", "wall_seconds_per_run", "evaluator",
                                         "measure_seconds_to_95_median", "measure_seconds_median",
                                         "found_score_median", "found_score_p25", "found_score_p75",
-                                        "found_evals_to_95_median", "found_evals_to_99_median"});
+                                        "found_evals_to_95_median", "found_evals_to_99_median", "time_score"});
     CHECK(j["seeds"] == 4);
     CHECK(j["budget"] == 120);
     CHECK(j["tuner"] == "random");

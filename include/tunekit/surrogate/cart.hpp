@@ -24,6 +24,7 @@
 ///
 /// Trees are stored as flat arrays (feature, threshold, left, right, value) in pre-order.
 
+#include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
@@ -422,7 +423,10 @@ class RegressionTree {
         work += sorted ? 8 * m : m + 6 * x.bins(f);
         histograms = histograms || !sorted;
       }
-      const bool parallel = threads > 1 && k > 1 && work >= parallel_split_work;
+      const bool may_parallel = threads > 1 && k > 1 && work >= parallel_split_work;
+      static detail::ParallelGate gate;  // the search of a large node: parallel when that pays
+      const bool parallel = may_parallel && gate.choose();
+      const detail::GatedRun timed(gate, parallel, static_cast<double>(work), may_parallel);
       if (!parallel && m < small_node) {
         // A small node (most nodes of a deep tree): one feature after the other, nothing to
         // gather, group or combine.

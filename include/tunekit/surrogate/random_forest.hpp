@@ -4,6 +4,7 @@
 /// deviation (AdaTune 4.2.1), by default the bias-corrected infinitesimal jackknife.
 
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
 
@@ -52,6 +53,14 @@ inline Eigen::VectorXd infinitesimal_jackknife_variance(const Eigen::MatrixXd& i
   const auto b = static_cast<double>(inbag.cols());
   const auto n = static_cast<double>(inbag.rows());
   const Eigen::MatrixXd tc = tree_predictions.colwise() - tree_predictions.rowwise().mean();
+  // Eigen runs a product this large on omp_get_max_threads() threads (from q n B of about
+  // 1e5 on); the product's gate keeps it serial where that is faster (a loaded core).
+  const double work = static_cast<double>(tc.rows()) * n * b;
+  static detail::ParallelGate gate;
+  const bool eligible = work >= 1e5;
+  const bool parallel = eligible && gate.choose();
+  const detail::GatedRun timed(gate, parallel, work, eligible);
+  const detail::SerialScope serial(!parallel);
   const Eigen::MatrixXd cov = (tc * inbag.transpose()) / b;  // q x n
   const Eigen::VectorXd v_ij = cov.rowwise().squaredNorm();
   const Eigen::VectorXd correction = (n / (b * b)) * tc.rowwise().squaredNorm();

@@ -4,6 +4,7 @@
 /// SimulatedAnnealingOptimizer). A Search of ModelBased.
 
 #include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/optimizer/candidate_list.hpp"
 
 #include <algorithm>
@@ -15,22 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 namespace tunekit {
-
-namespace detail {
-/// The threads an OpenMP parallel region would start here (1 without OpenMP).
-inline std::size_t max_threads() noexcept {
-#if defined(_OPENMP)
-  return static_cast<std::size_t>(omp_get_max_threads());
-#else
-  return 1;
-#endif
-}
-}  // namespace detail
 
 /// Parameters of AnnealingSearch; defaults are AutoTVM's (autotvm/tuner/sa_model_optimizer.py).
 struct AnnealingParams {
@@ -76,7 +62,8 @@ struct AnnealingParams {
 /// Each iteration walks and scores the chains in fixed blocks of block_size, in parallel over the
 /// blocks with OpenMP (ctx.score is then called concurrently) when scoring all chains once took
 /// at least parallel_min_seconds (below that, a barrier per iteration costs more than it saves,
-/// and much more on a loaded machine). Every chain draws from its own generator, derived from
+/// and much more on a loaded machine) and the iterations' ParallelGate finds parallel
+/// iterations faster than serial ones (it does not when another process holds a core). Every chain draws from its own generator, derived from
 /// the caller's in chain order, and the blocks do not depend on the threads: a seed gives the
 /// same search for any thread count.
 class AnnealingSearch {
@@ -113,13 +100,16 @@ class AnnealingSearch {
     std::vector<Config> next(chains);
     std::vector<double> next_scores(chains);
     const std::size_t blocks = (chains + params_.block_size - 1) / params_.block_size;
-    const bool parallel = blocks > 1 && detail::max_threads() > 1 &&
-                          initial_scoring_seconds >= params_.parallel_min_seconds;
+    const bool may_parallel = blocks > 1 && detail::max_threads() > 1 &&
+                              initial_scoring_seconds >= params_.parallel_min_seconds;
     std::size_t k = 0, k_last_modify = 0;
     while (k < params_.n_iter && k < k_last_modify + params_.early_stop) {
       // The chains are walked and scored in fixed blocks, in parallel when that pays. An
       // exception may not leave an OpenMP region: the first one is kept and rethrown after it.
       std::exception_ptr error;
+      static detail::ParallelGate gate;
+      const bool parallel = may_parallel && gate.choose();
+      const detail::GatedRun timed(gate, parallel, static_cast<double>(chains), may_parallel);
 #pragma omp parallel for schedule(static) if (parallel)
       for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
         try {

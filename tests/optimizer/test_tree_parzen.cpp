@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <unordered_set>
 #include <vector>
@@ -189,6 +190,67 @@ TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by 
   CHECK(local > rounds / 3);
   CHECK(local < rounds);
   CHECK(r.hits[1] / (r.hits[1] + r.misses[1]) > r.hits[0] / (r.hits[0] + r.misses[0] + 1));
+}
+
+TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours are all measured") {
+  // Three ridges: six knobs of six values, each pair (a, b), (c, d), (e, g) costs 0.2 per step
+  // apart and 0.01 per step below 5, so moving one knob of a pair off the ridge costs more than a
+  // step up it gains: along a ridge, one-knob moves find no better config, two-knob moves do.
+  SearchSpace s;
+  for (const char* n : {"a", "b", "c", "d", "e", "g"}) s.add(Knob::range(n, 0, 5));
+  auto ridges = [](const Config& x) {
+    double t = 1.0;
+    for (std::size_t p = 0; p < 6; p += 2) t += 0.2 * std::abs(double(x[p]) - x[p + 1]) + 0.01 * (5.0 - x[p]);
+    return t;
+  };
+  SUBCASE("the mechanism: the incumbent's 30 Hamming neighbours measured, two-knob moves stand in") {
+    const Config incumbent{2, 2, 3, 3, 1, 1};
+    History h;
+    std::unordered_set<std::uint64_t> visited;
+    auto measure = [&](const Config& c) {
+      const auto idx = s.to_index(c);
+      visited.insert(idx);
+      h.add(Trial{c, idx, Measurement::from_samples({ridges(c)}, 0.0), 0.0});
+    };
+    measure(incumbent);
+    for (const Config& c : s.hamming_neighbours(incumbent)) measure(c);
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    auto differing = [&](const Config& c) {
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < c.size(); ++k) n += c[k] != incumbent[k];
+      return n;
+    };
+    for (std::uint64_t seed = 0; seed < 10; ++seed) {
+      TreeParzen tp;
+      Rng rng(seed);
+      const auto pick = tp.propose(ctx, 1, rng);
+      REQUIRE(pick.size() == 1);
+      CHECK(tp.last_round().neighbours == TreeParzenParams{}.samples);
+      if (tp.last_round().local_picks == 1) CHECK(differing(pick[0]) == 2);
+      TreeParzen without({.two_knob_moves = false});
+      Rng rng2(seed);
+      without.propose(ctx, 1, rng2);
+      CHECK(without.last_round().neighbours == 0);
+    }
+  }
+  SUBCASE("the search: nearer the optimum than without them, and than random search") {
+    std::vector<double> with, without, random;
+    for (std::uint64_t seed = 0; seed < 40; ++seed) {
+      TreeParzen a, b({.two_knob_moves = false});
+      RandomSearch r;
+      with.push_back(best_of(run(a, s, ridges, 150, seed), 150) - 1.0);
+      without.push_back(best_of(run(b, s, ridges, 150, seed), 150) - 1.0);
+      random.push_back(best_of(run(r, s, ridges, 150, seed), 150) - 1.0);
+    }
+    const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+    // Measured (seeds 0-39, 150 of 46656 configs): mean excess over the optimum 0.014 with
+    // two-knob moves, 0.021 without, 0.16 for random search (with and without -march=native).
+    MESSAGE("mean excess after 150: two-knob moves " << mean(with) << ", without " << mean(without) << ", random "
+                                                     << mean(random));
+    CHECK(mean(with) <= 0.85 * mean(without));
+    CHECK(median(with) <= median(without));
+    CHECK(mean(with) <= 0.3 * mean(random));
+  }
 }
 
 TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar") {

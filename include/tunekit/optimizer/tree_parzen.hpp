@@ -39,6 +39,10 @@ struct TreeParzenParams {
   /// The best configs whose unvisited neighbours (SearchSpace::hamming_neighbours: every other
   /// value of one knob) join the candidates.
   std::size_t incumbents = 1;
+  /// When every Hamming neighbour of an incumbent was visited, `samples` random valid moves of
+  /// two of its knobs at once join the candidates instead (a wider neighbourhood, as in variable
+  /// neighbourhood search: a local optimum of one-knob moves need not be one of two-knob moves).
+  bool two_knob_moves = true;
   /// Trials per extra config in a batch: a round measures 1 + floor(trials / batch_growth)
   /// configs (at most what was asked), so batches grow as the model firms up.
   std::size_t batch_growth = 100;
@@ -91,7 +95,8 @@ struct TreeParzenRound {
 ///    x runs at all: failures are a class of their own, never a huge time.
 /// 3. Candidates: `samples` draws from l(x) (global moves, toward where the good configs are)
 ///    and the unvisited Hamming neighbours of the `incumbents` best configs (local moves: another
-///    value of one knob), all valid and unvisited.
+///    value of one knob), all valid and unvisited. Once an incumbent's Hamming neighbours are all
+///    visited, `samples` random moves of two of its knobs stand in for them (`two_knob_moves`).
 /// 4. The mix: each pick comes from one source, global or local, chosen by Thompson sampling:
 ///    a draw from Beta(1 + hits, 1 + misses) per source, where a hit is a config of that source
 ///    that was measured and is in the good group at the next round; the source with the larger
@@ -177,8 +182,12 @@ class TreeParzen {
       local.push_back(is_local);
       return true;
     };
-    for (std::size_t i = 0; i < std::min(params_.incumbents, ok.size()); ++i)
-      for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) last_.neighbours += consider(std::move(c), true);
+    for (std::size_t i = 0; i < std::min(params_.incumbents, ok.size()); ++i) {
+      std::size_t found = 0;
+      for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) found += consider(std::move(c), true);
+      if (found == 0 && params_.two_knob_moves) found = two_knob_moves(ctx, ok[i]->config, rng, consider);
+      last_.neighbours += found;
+    }
     const std::size_t max_attempts = 32 * params_.samples;
     for (std::size_t attempt = 0; last_.drawn < params_.samples && attempt < max_attempts; ++attempt) {
       Config c = l.sample(rng);
@@ -283,6 +292,29 @@ class TreeParzen {
       placed.push_back(pool[best]);
       out.push_back(std::move(pool[best]));
     }
+  }
+
+  // Up to `samples` random valid configs that differ from `c` in exactly two knobs (32 attempts
+  // each), offered to `consider`; returns how many it took.
+  template <class Consider>
+  std::size_t two_knob_moves(const SearchContext& ctx, const Config& c, Rng& rng, Consider& consider) const {
+    std::vector<std::size_t> movable;
+    for (std::size_t k = 0; k < ctx.space.dimensions(); ++k)
+      if (ctx.space.knob(k).size() > 1) movable.push_back(k);
+    if (movable.size() < 2) return 0;
+    std::size_t taken = 0;
+    for (std::size_t attempt = 0; taken < params_.samples && attempt < 32 * params_.samples; ++attempt) {
+      Config x = c;
+      const std::size_t a = uniform_index(rng, movable.size());
+      std::size_t b = uniform_index(rng, movable.size() - 1);
+      if (b >= a) ++b;
+      for (const std::size_t k : {movable[a], movable[b]}) {
+        auto v = static_cast<std::uint32_t>(uniform_index(rng, ctx.space.knob(k).size() - 1));
+        x[k] = v >= c[k] ? v + 1 : v;  // any value but c's
+      }
+      if (ctx.space.is_valid(x)) taken += consider(std::move(x), true);
+    }
+    return taken;
   }
 
   TreeParzenParams params_{};

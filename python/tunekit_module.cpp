@@ -401,6 +401,10 @@ PYBIND11_MODULE(_tunekit, m) {
              s.space.add(Knob::power_of_two(std::move(name), lo, hi));
              return s;
            }, py::arg("name"), py::arg("lo"), py::arg("hi"), py::return_value_policy::reference_internal)
+      .def("add_power_of_two", [](PySpace& s, std::string name, std::vector<std::int64_t> values) -> PySpace& {
+             s.space.add(Knob::power_of_two(std::move(name), std::move(values)));
+             return s;
+           }, py::arg("name"), py::arg("values"), py::return_value_policy::reference_internal)
       .def("add_boolean", [](PySpace& s, std::string name) -> PySpace& {
              s.space.add(Knob::boolean(std::move(name)));
              return s;

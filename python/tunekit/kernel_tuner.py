@@ -10,8 +10,9 @@
 
 Kernel Tuner (kernel_tuner/interface.py) takes as `strategy=` any object with
 `tune(searchspace, runner, tuning_options)`. Strategy builds a tunekit search space with one knob
-per tunable parameter that takes more than one value (integers: an ordinal knob over their values
-in the given order; True/False: a boolean knob; other numbers: an ordinal knob over their rank;
+per tunable parameter that takes more than one value (integers as tunekit-replay reads a dataset's
+columns: 0/1 a boolean knob, three or more powers of two a power-of-two knob, others an ordinal
+knob, values ascending; True/False: a boolean knob; other numbers: an ordinal knob over their rank;
 anything else: a categorical knob) and a membership constraint that admits exactly Kernel Tuner's
 valid configurations (its restrictions and the device's limits, as its Searchspace built them).
 The preset's tuner then asks for configs and is told what Kernel Tuner's runner measured,
@@ -61,7 +62,15 @@ class _Parameter:
         if all(isinstance(v, bool) for v in values):
             self.kind = "boolean"
         elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            self.kind = "ordinal"
+            # As ReplayKernel reads a dataset's integer column: {0, 1} boolean, three or more
+            # powers of two power_of_two, the rest ordinal, values ascending.
+            self.sorted = sorted(values)
+            if self.sorted == [0, 1]:
+                self.kind = "boolean"
+            elif len(values) >= 3 and all(v > 0 and v & (v - 1) == 0 for v in values):
+                self.kind = "power_of_two"
+            else:
+                self.kind = "ordinal"
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
             self.kind = "rank"
             order = sorted(range(len(values)), key=lambda i: values[i])
@@ -77,8 +86,10 @@ class _Parameter:
     def add_to(self, space):
         if self.kind == "boolean":
             space.add_boolean(self.name)
+        elif self.kind == "power_of_two":
+            space.add_power_of_two(self.name, self.sorted)
         elif self.kind == "ordinal":
-            space.add_ordinal(self.name, self.values)
+            space.add_ordinal(self.name, self.sorted)
         elif self.kind == "rank":
             space.add_ordinal(self.name, list(range(len(self.values))))
         elif self.kind == "categorical":
@@ -93,9 +104,11 @@ class _Parameter:
     def encode(self, value):
         """The tunekit knob value of a Kernel Tuner value."""
         i = self.index_of(value)
+        if self.fixed:
+            return None
         if self.kind == "boolean":
             return int(bool(self.values[i]))
-        if self.kind == "ordinal":
+        if self.kind in ("ordinal", "power_of_two"):
             return self.values[i]
         if self.kind == "rank":
             return self.rank[i]
@@ -105,7 +118,7 @@ class _Parameter:
         """The Kernel Tuner value of a tunekit knob value."""
         if self.kind == "boolean":
             return next(v for v in self.values if bool(v) == bool(knob_value))
-        if self.kind == "ordinal":
+        if self.kind in ("ordinal", "power_of_two"):
             return knob_value
         if self.kind == "rank":
             return self.values[self.by_rank[knob_value]]
@@ -146,12 +159,24 @@ class SearchSpaceMap:
         return [p.values[0] if p.fixed else p.decode(values[p.name]) for p in self.parameters]
 
 
-def _measurement(result, tuning_options):
-    """The tunekit Measurement of a Kernel Tuner result dict."""
-    from kernel_tuner.util import ErrorConfig, RuntimeFailedConfig
-
+def _single_objective(tuning_options):
+    """The objective's name and whether higher is better (Kernel Tuner 1.4 keeps lists of them)."""
     objective = tuning_options.objective
     higher_is_better = tuning_options.objective_higher_is_better
+    if isinstance(objective, (list, tuple)):
+        if len(objective) != 1:
+            raise ValueError(f"tunekit.kernel_tuner.Strategy optimises one objective, not {list(objective)!r}")
+        objective = objective[0]
+        if isinstance(higher_is_better, (list, tuple)):
+            higher_is_better = higher_is_better[0]
+    return objective, bool(higher_is_better)
+
+
+def _measurement(result, objective):
+    """The tunekit Measurement of a Kernel Tuner result dict; objective: (name, higher_is_better)."""
+    from kernel_tuner.util import ErrorConfig, RuntimeFailedConfig
+
+    objective, higher_is_better = objective
     cost = 0.0
     for key in ("compile_time", "verification_time", "benchmark_time"):
         t = result.get(key)
@@ -179,7 +204,9 @@ def _measurement(result, tuning_options):
 class Strategy:
     """A tunekit preset (tunekit.preset_names(); default tpe-local) as a Kernel Tuner strategy.
 
-    seed: the tuner's generator seed (same seed, same searchspace and measurements: same configs).
+    seed: the tuner's generator seed. Same seed, space and measurements: same configs; on a recorded
+    space whose cache answers each config with one time, Strategy(preset, seed=s) measures the
+    configs tunekit-replay --tuner preset measures with seed s (tests/python/test_kernel_tuner.py).
     batch: configs asked from the tuner at a time (1: every measurement informs the next ask).
     After tune_kernel, `tuner` is the tunekit Tuner of the last run (its history and best).
     """
@@ -205,8 +232,7 @@ class Strategy:
         for key in options:
             if key not in _ACCEPTED_OPTIONS:
                 raise ValueError(f"Unrecognized option {key} in strategy_options (allowed: {list(_ACCEPTED_OPTIONS)})")
-        if not isinstance(tuning_options.objective, str):
-            raise ValueError(f"tunekit.kernel_tuner.Strategy optimises one objective, not {tuning_options.objective!r}")
+        objective = _single_objective(tuning_options)
         if searchspace.size == 0:
             raise ValueError("Kernel Tuner's search space has no valid configuration")
 
@@ -219,36 +245,42 @@ class Strategy:
             if not searchspace.is_param_config_valid(tuple(x0)):
                 raise ValueError(f"x0 {x0!r} is not a valid configuration (restrictions)")
 
-        def measure(config):
+        tuner = None
+
+        def measure(config, values):
+            """Runs a config through Kernel Tuner's CostFunc and tells the tuner its result, also
+            when the budget is spent by it (CostFunc then raises StopCriterionReached)."""
             before = len(cost_func.results)
-            cost_func(config, check_restrictions=False)
-            if len(cost_func.results) > before:
-                return cost_func.results[-1]
-            return None
+            try:
+                cost_func(config, check_restrictions=False)
+            finally:
+                if tuner is not None and len(cost_func.results) > before:
+                    tuner.tell(values, _measurement(cost_func.results[-1], objective))
+            if len(cost_func.results) == before:
+                raise StopCriterionReached("Kernel Tuner's runner returned no result")
 
         if not mapping.knobs:  # one configuration: nothing to search
             try:
-                measure(list(mapping.valid[0]))
+                measure(list(mapping.valid[0]), None)
             except StopCriterionReached:
                 pass
             return cost_func.results
 
         self.tuner = tuner = _tunekit.Tuner(mapping.space, self.preset, trials=searchspace.size,
-                                            plan_size=self.batch, seed=self.seed)
+                                            plan_size=self.batch)
+        # The generator as Tuner::tune uses it (its first draw seeds the measurements), so that seed
+        # s searches as tunekit-replay's seed s does when both are told the same measurements.
+        rng = _tunekit.Rng(self.seed)
+        rng()
         try:
             if x0 is not None:
-                result = measure(list(x0))
-                if result is not None:
-                    tuner.tell(mapping.encode(tuple(x0)), _measurement(result, tuning_options))
+                measure(list(x0), mapping.encode(tuple(x0)))
             while True:
-                batch = tuner.ask(self.batch)
+                batch = tuner.ask(self.batch, rng)
                 if not batch:
                     break
                 for values in batch:
-                    result = measure(mapping.decode(values))
-                    if result is None:
-                        raise StopCriterionReached("runner returned no result")
-                    tuner.tell(values, _measurement(result, tuning_options))
+                    measure(mapping.decode(values), values)
         except StopCriterionReached as e:
             if tuning_options.verbose:
                 print(e)

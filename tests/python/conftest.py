@@ -44,3 +44,11 @@ def vendor():
     if not (VENDOR / "kernel_tuner" / "kernel_tuner").is_dir():
         pytest.skip(f"no vendored Kernel Tuner at {VENDOR} (shared/vendor beside the checkout; set TUNEKIT_VENDOR)")
     return VENDOR
+
+
+@pytest.fixture
+def build_dir():
+    d = os.environ.get("TUNEKIT_BUILD_DIR")
+    if not d or not (Path(d) / "CMakeCache.txt").is_file():
+        pytest.skip("TUNEKIT_BUILD_DIR names no configured build directory (ctest sets it)")
+    return Path(d)

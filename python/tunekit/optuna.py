@@ -26,6 +26,7 @@ no state of its own that the study does not have: a sampler given a study loaded
 """
 
 import math
+import threading
 
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -109,6 +110,7 @@ class Sampler(BaseSampler):
         self._space = None
         self.tuner = None
         self._told = set()
+        self._lock = threading.Lock()  # study.optimize(n_jobs=...) samples from several threads
 
     def reseed_rng(self):
         self._random.reseed_rng()
@@ -124,16 +126,23 @@ class Sampler(BaseSampler):
     def sample_relative(self, study, trial, search_space):
         if not search_space:
             return {}
-        space = _Space(search_space)
-        if self._space is None or self._space.key != space.key:
-            self._space = space
-            self.tuner = _tunekit.Tuner(space.space, self.preset, trials=max(1, space.space.product_size))
-            self._told = set()
-        self._tell_finished(study)
-        batch = self.tuner.ask(1, self._rng)
-        if not batch:
-            return {}  # every config measured or pending: the rest come from RandomSampler
-        return self._space.decode(batch[0])
+        with self._lock:
+            space = _Space(search_space)
+            if self._space is None or self._space.key != space.key:
+                self._space = space
+                self.tuner = _tunekit.Tuner(space.space, self.preset, trials=max(1, space.space.product_size))
+                self._told = set()
+            self._tell_finished(study)
+            # Configs asked for trials that have finished were told; those of trials that took
+            # other parameters (enqueued ones) never will be: free them unless a trial is running
+            # elsewhere (n_jobs, other processes) whose config must stay reserved.
+            running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+            if all(t.number == trial.number for t in running):
+                self.tuner.forget_pending()
+            batch = self.tuner.ask(1, self._rng)
+            if not batch:
+                return {}  # every config measured or pending: the rest come from RandomSampler
+            return self._space.decode(batch[0])
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         _check_distribution(param_name, param_distribution)

@@ -99,3 +99,18 @@ def test_storage_and_resume(tmp_path, storage):
     assert len(sampler.tuner.history) == 24
     keys = [(t.params["x"], t.params["y"], t.params["kind"]) for t in again.trials]
     assert len(set(keys[15:])) == 10 and not set(keys[15:]) & set(keys[:15])
+
+
+def test_enqueued_trials_and_parallel_jobs():
+    sampler = tunekit.optuna.Sampler(seed=7)
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"x": 3, "y": -2, "kind": "b"})
+    study.enqueue_trial({"x": 3, "y": -2, "kind": "b"})  # the same parameters twice: told once
+    study.optimize(objective, n_trials=12)
+    study.optimize(objective, n_trials=12, n_jobs=2)
+    assert len(study.trials) == 24
+    keys = [(t.params["x"], t.params["y"], t.params["kind"]) for t in study.trials]
+    assert keys[0] == keys[1] == (3, -2, "b")
+    assert len(set(keys[2:])) == 22 and (3, -2, "b") not in keys[2:]
+    # Each finished trial is told at the next ask: all but the last one or two (two jobs).
+    assert 21 <= len(sampler.tuner.history) <= 22

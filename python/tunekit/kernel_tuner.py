@@ -19,10 +19,10 @@ The preset's tuner then asks for configs and is told what Kernel Tuner's runner 
 through Kernel Tuner's own CostFunc, so its budget (strategy_options max_fevals and time_limit),
 its cache and simulation mode work as for its own strategies.
 
-What the tuner is told: for an objective to minimise with a positive value (the default, "time"
-in ms), that value as the mean time; otherwise a positive monotone transform of it,
-exp(asinh(v)) to minimise and exp(-asinh(v)) to maximise, so that tunekit's "lower mean time is
-better" ranks configurations as the objective does. A configuration Kernel Tuner reports as
+What the tuner is told: for the objective "time" (Kernel Tuner's default, in ms, lower is better)
+that time as the mean time; for any other objective a positive monotone transform of its value
+v, exp(asinh(v)) to minimise and exp(-asinh(v)) to maximise (finite for any finite v), so that
+tunekit's "lower mean time is better" ranks configurations as the objective does. A configuration Kernel Tuner reports as
 failed (CompilationFailedConfig, RuntimeFailedConfig, InvalidConfig) is a failed measurement
 (build_error, runtime_error, build_error), which tunekit's presets record and model. The cost of a
 measurement is its compile, verification and benchmark time.
@@ -193,7 +193,10 @@ def _measurement(result, objective):
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return _tunekit.Measurement.failure(_tunekit.Status.runtime_error,
                                             f"Kernel Tuner: objective '{objective}' is {value!r}", cost)
-    if not higher_is_better and value > 0:
+    if objective == "time" and not higher_is_better:
+        if value <= 0:
+            return _tunekit.Measurement.failure(_tunekit.Status.runtime_error,
+                                                f"Kernel Tuner: time {value!r} ms is not positive", cost)
         mean = float(value)
     else:
         mean = math.exp(-math.asinh(value) if higher_is_better else math.asinh(value))

@@ -242,3 +242,19 @@ def test_replayed_dataset_scores_as_tunekit_replay(kt, datasets, replay_bin, tmp
     # tunekit-replay's summary (median over seeds at the checkpoint of 50 trials) from the strategy's results.
     s = json.loads(summary.read_text())
     assert statistics.median(found_at_50) == pytest.approx(s["found_score_median"]["50"], rel=1e-12)
+
+
+def test_another_objective_ranks_as_kernel_tuner_does(kt, vendor, vector_add):
+    """With a metric to maximise (GFLOP/s) as the objective, the tuner's best is Kernel Tuner's best."""
+    kernel_tuner, tkt = kt
+    strategy = tkt.Strategy("tpe-local", seed=2)
+    metrics = {"GFLOP/s": lambda p: 1e-6 * p["block_size_x"] / p["time"]}
+    results, _ = kernel_tuner.tune_kernel(*vector_add, restrictions=RESTRICTIONS, strategy=strategy,
+                                          strategy_options=dict(max_fevals=15), verbose=False,
+                                          cache=cache_file(vendor), simulation_mode=True, metrics=metrics,
+                                          objective="GFLOP/s", objective_higher_is_better=True)
+    best = max(results, key=lambda r: r["GFLOP/s"])
+    assert strategy.tuner.best.config["block_size_x"] == best["block_size_x"]
+    means = {t.config["block_size_x"]: t.measurement.mean for t in strategy.tuner.history}
+    order_kt = sorted(results, key=lambda r: -r["GFLOP/s"])
+    assert [r["block_size_x"] for r in order_kt] == sorted(means, key=means.get)

@@ -253,3 +253,14 @@ def test_ask_releases_the_gil(datasets):
     # With the GIL held for the whole C++ search, this thread could not run meanwhile.
     assert span["end"] - span["start"] > 0.05
     assert len(during) > 100
+
+
+def test_a_kernel_tuner_cache_replays_as_in_tunekit_replay(vendor, replay_bin, tmp_path):
+    cache = vendor / "kernel_tuner" / "test" / "test_cache_file.json"
+    kernel = tk.ReplayKernel.load(cache)
+    assert kernel.space.names == ["block_size_x"] and kernel.row_count == 15
+    cli = read_cli_trials(replay_bin, cache, "tpe-local", 10, 2, tmp_path / "trials.csv")
+    for seed in (0, 1):
+        trace = tk.replay(kernel, "tpe-local", 10, seed)
+        assert [kernel.space.describe(t.config) for t in trace.trials] == cli[seed]
+        assert trace.found[-1] == max(kernel.optimum_ms / kernel.recorded_ms(t.config) for t in trace.trials)

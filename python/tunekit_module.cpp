@@ -305,7 +305,8 @@ std::unique_ptr<AnyTuner> make_tuner(const std::string& preset, tunekit::SearchS
   });
 }
 
-// A tuner of a preset over a Python space, its own generator, and an optional log of what it is told.
+// A tuner of a preset over a Python space, its own generator, and an optional log of what it is
+// told. Its mutex serialises calls from several Python threads (ask runs without the GIL).
 struct PyTuner {
   PySpace space;
   std::string preset;
@@ -313,15 +314,32 @@ struct PyTuner {
   Rng rng;
   tunekit::TunerOptions options;
   std::unique_ptr<tunekit::RecordWriter> log;
+  mutable std::mutex mutex;
 
-  PyTrial tell(const py::handle& config, Measurement m) {
+  PyTrial tell(const py::handle& config, Measurement m);
+};
+
+// Holds a tuner's mutex, taken with the GIL released: a thread that holds the mutex and waits for
+// the GIL (a Python constraint during ask) never waits on one that holds the GIL and waits for
+// the mutex.
+struct TunerLock {
+  std::unique_lock<std::mutex> lock;
+  explicit TunerLock(const PyTuner& t) : lock(t.mutex, std::defer_lock) {
+    py::gil_scoped_release release;
+    lock.lock();
+  }
+};
+
+PyTrial PyTuner::tell(const py::handle& config, Measurement m) {
+  {
+    TunerLock locked(*this);
     const Config c = space.config(config);
     const tunekit::Trial& t = checked(space.errors, [&]() -> const tunekit::Trial& { return tuner->tell(c, std::move(m)); });
     if (log) log->write(space.space, tunekit::Record{options.task, options.device, t.config, t.measurement,
                                                      tunekit::utc_timestamp()});
     return to_py(space, t);
   }
-};
+}
 
 // The config of a replay kernel's space from a dict or index list.
 Config kernel_config(const tunekit::ReplayKernel& k, const py::handle& h) {
@@ -493,7 +511,12 @@ PYBIND11_MODULE(_tunekit, m) {
                                      .plan_size = plan_size,
                                      .task = std::move(task),
                                      .device = std::move(device)};
-             auto t = std::make_unique<PyTuner>(PyTuner{space, preset, make_tuner(preset, space.space, o), Rng(seed), o, nullptr});
+             auto t = std::make_unique<PyTuner>();
+             t->space = space;
+             t->preset = preset;
+             t->tuner = make_tuner(preset, space.space, o);
+             t->rng = Rng(seed);
+             t->options = o;
              if (log) t->log = std::make_unique<tunekit::RecordWriter>(*log);
              return t;
            }),
@@ -503,6 +526,7 @@ PYBIND11_MODULE(_tunekit, m) {
       .def_readonly("preset", &PyTuner::preset)
       .def_property_readonly("space", [](const PyTuner& t) { return t.space; })
       .def("ask", [](PyTuner& t, std::size_t n, Rng* rng) {
+        TunerLock locked(t);
         const std::vector<Config> batch =
             checked(t.space.errors, [&] { return t.tuner->ask(n, rng ? *rng : t.rng); }, /*release=*/true);
         py::list out;
@@ -513,32 +537,37 @@ PYBIND11_MODULE(_tunekit, m) {
       .def("tell", &PyTuner::tell, py::arg("config"), py::arg("measurement"),
            "Records a measurement (and appends it to the log, if any); returns the Trial")
       .def_property_readonly("history", [](const PyTuner& t) {
+        TunerLock locked(t);
         std::vector<PyTrial> out;
         for (const auto& x : t.tuner->history()) out.push_back(to_py(t.space, x));
         return out;
       })
       .def_property_readonly("best", [](const PyTuner& t) -> std::optional<PyTrial> {
+        TunerLock locked(t);
         const auto* b = t.tuner->history().best();
         if (!b) return std::nullopt;
         return to_py(t.space, *b);
       })
-      .def_property_readonly("pending", [](const PyTuner& t) { return t.tuner->pending(); })
-      .def_property_readonly("budget_spent", [](const PyTuner& t) { return t.tuner->budget_spent(); })
-      .def("forget_pending", [](PyTuner& t) { t.tuner->forget_pending(); })
-      .def_property_readonly("tuning_seconds", [](const PyTuner& t) { return t.tuner->tuning_seconds(); })
-      .def_property_readonly("search_seconds", [](const PyTuner& t) { return t.tuner->search_seconds(); })
-      .def_property_readonly("measurement_seconds", [](const PyTuner& t) { return t.tuner->measurement_seconds(); })
+      .def_property_readonly("pending", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->pending(); })
+      .def_property_readonly("budget_spent", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->budget_spent(); })
+      .def("forget_pending", [](PyTuner& t) { TunerLock locked(t); t.tuner->forget_pending(); })
+      .def_property_readonly("tuning_seconds", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->tuning_seconds(); })
+      .def_property_readonly("search_seconds", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->search_seconds(); })
+      .def_property_readonly("measurement_seconds", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->measurement_seconds(); })
       .def("resume", [](PyTuner& t, const std::filesystem::path& path, std::optional<std::string> task, bool exact) {
+        TunerLock locked(t);
         return t.tuner->resume(path, task.value_or(t.options.task), exact);
       }, py::arg("path"), py::arg("task") = py::none(), py::arg("exact") = false,
          "Takes the records of the task (default: the tuner's) from a log: told at once, or with exact=True "
          "kept for tune() to re-run the search up to where the log ends")
       .def("evaluate", [](PyTuner& t, tunekit::ReplayKernel& k, const py::handle& c, Rng& rng) {
         const Config x = t.space.config(c);
+        TunerLock locked(t);
         py::gil_scoped_release release;
         return t.tuner->evaluate(k, x, rng);
       }, py::arg("kernel"), py::arg("config"), py::arg("rng"), "Measures a config on a replay kernel with the preset's evaluator")
       .def("tune", [](PyTuner& t, tunekit::ReplayKernel& k, Rng* rng, std::optional<std::string> log) {
+        TunerLock locked(t);
         const std::string path = log.value_or("");
         const tunekit::TuneResult r =
             checked(t.space.errors, [&] { return t.tuner->tune(k, rng ? *rng : t.rng, path); }, /*release=*/true);

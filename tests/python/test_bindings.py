@@ -264,3 +264,30 @@ def test_a_kernel_tuner_cache_replays_as_in_tunekit_replay(vendor, replay_bin, t
         trace = tk.replay(kernel, "tpe-local", 10, seed)
         assert [kernel.space.describe(t.config) for t in trace.trials] == cli[seed]
         assert trace.found[-1] == max(kernel.optimum_ms / kernel.recorded_ms(t.config) for t in trace.trials)
+
+
+def test_one_tuner_from_several_threads():
+    s = small_space()
+    s.add_constraint("slow python check", lambda v: sum(range(200)) > 0)
+    t = tk.Tuner(s, "tpe-local", trials=64, plan_size=4, seed=9)
+    errors = []
+
+    def work():
+        try:
+            while True:
+                batch = t.ask(2)
+                if not batch:
+                    return
+                for c in batch:
+                    t.tell(c, tk.Measurement.from_samples([cost(c)]))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert len(t.history) == 64 and t.pending == 0
+    assert len({s.describe(x.config) for x in t.history}) == 64

@@ -252,6 +252,61 @@ struct PyReplayTrace {
   std::vector<double> score, found;
 };
 
+// A kernel written in Python: run(config, runs) returns the seconds of each run, or a Status, or
+// (Status, message) for a failure. An exception it raises is a runtime_error with the exception's
+// text (a failed config never stops the tuning), except KeyboardInterrupt and SystemExit, which
+// stop it (LogUnlessInterrupted) and are raised again by Tuner.tune.
+struct PyKernel {
+  const PySpace* tuner_space = nullptr;
+  double flop_per_run = 0.0;
+  std::shared_ptr<PythonCallable> fn;
+
+  const tunekit::SearchSpace& space() const { return tuner_space->space; }
+  double flop() const { return flop_per_run; }
+
+  tunekit::RunResult run(const Config& c, std::size_t runs, Rng&) {
+    py::gil_scoped_acquire gil;
+    const auto& slot = tuner_space->errors;
+    if (slot->failed()) return {tunekit::Status::runtime_error, {}, "interrupted", -1.0};
+    try {
+      const py::object r = fn->fn(tuner_space->values(c), runs);
+      if (py::isinstance<tunekit::Status>(r)) return {r.cast<tunekit::Status>(), {}, {}, -1.0};
+      if (py::isinstance<py::tuple>(r) && py::len(r) == 2 && py::isinstance<tunekit::Status>(r[py::int_(0)]))
+        return {r[py::int_(0)].cast<tunekit::Status>(), {}, py::str(r[py::int_(1)]).cast<std::string>(), -1.0};
+      return {tunekit::Status::ok, r.cast<std::vector<double>>(), {}, -1.0};
+    } catch (py::error_already_set& e) {
+      // The exception's type and message (what() would add the traceback).
+      const std::string what = py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
+                               py::str(e.value()).cast<std::string>();
+      if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) slot->store(std::move(e));
+      return {tunekit::Status::runtime_error, {}, "Python: " + what, -1.0};
+    } catch (const py::cast_error&) {
+      return {tunekit::Status::runtime_error, {},
+              "the kernel's run(config, runs) returned neither a list of seconds per run nor a Status or "
+              "(Status, message)",
+              -1.0};
+    }
+  }
+};
+static_assert(tunekit::Kernel<PyKernel>);
+
+// Thrown out of Tuner::tune when a Python kernel was interrupted; Tuner.tune raises the Python
+// exception (KeyboardInterrupt, SystemExit) in its place.
+struct PythonInterrupted : std::exception {
+  const char* what() const noexcept override { return "interrupted in Python"; }
+};
+
+// The log of Tuner.tune with a Python kernel (if any), and its stop: once the kernel was
+// interrupted, the trial that was told is not logged and tune ends by PythonInterrupted.
+struct LogUnlessInterrupted {
+  std::shared_ptr<PythonErrorSlot> slot;
+  std::optional<tunekit::LogToFile> log;
+  void on_measured(const tunekit::TuningState& s, const tunekit::Trial& t) {
+    if (slot->failed()) throw PythonInterrupted();
+    if (log) log->on_measured(s, t);
+  }
+};
+
 // What every preset's tuner offers Python.
 struct AnyTuner {
   virtual ~AnyTuner() = default;
@@ -267,6 +322,7 @@ struct AnyTuner {
   virtual std::size_t resume(const std::filesystem::path& path, const std::string& task, bool exact) = 0;
   virtual Measurement evaluate(tunekit::ReplayKernel& k, const Config& c, Rng& rng) = 0;
   virtual tunekit::TuneResult tune(tunekit::ReplayKernel& k, Rng& rng, const std::string& log) = 0;
+  virtual tunekit::TuneResult tune(PyKernel& k, Rng& rng, const std::string& log) = 0;
   virtual tunekit::ReplayTrace replay(tunekit::ReplayKernel& k, Rng& rng) = 0;
 };
 
@@ -292,6 +348,11 @@ struct TunerImpl final : AnyTuner {
   tunekit::TuneResult tune(tunekit::ReplayKernel& k, Rng& rng, const std::string& log) override {
     if (log.empty()) return tuner.tune(k, rng);
     return tuner.tune(k, rng, tunekit::LogToFile(log));
+  }
+  tunekit::TuneResult tune(PyKernel& k, Rng& rng, const std::string& log) override {
+    LogUnlessInterrupted callback{k.tuner_space->errors, std::nullopt};
+    if (!log.empty()) callback.log.emplace(log);
+    return tuner.tune(k, rng, callback);
   }
   tunekit::ReplayTrace replay(tunekit::ReplayKernel& k, Rng& rng) override {
     return tunekit::replay_trace(tuner, k, rng);
@@ -339,6 +400,15 @@ PyTrial PyTuner::tell(const py::handle& config, Measurement m) {
                                                      tunekit::utc_timestamp()});
     return to_py(space, t);
   }
+}
+
+// What Tuner.tune returns to Python.
+py::dict tune_result(const PyTuner& t, const tunekit::TuneResult& r) {
+  py::dict d;
+  d["trials"] = r.trials;
+  d["reason"] = std::string(tunekit::to_string(r.reason));
+  d["best"] = r.best ? py::cast(to_py(t.space, *r.best)) : py::none();
+  return d;
 }
 
 // The config of a replay kernel's space from a dict or index list.
@@ -571,13 +641,19 @@ PYBIND11_MODULE(_tunekit, m) {
         const std::string path = log.value_or("");
         const tunekit::TuneResult r =
             checked(t.space.errors, [&] { return t.tuner->tune(k, rng ? *rng : t.rng, path); }, /*release=*/true);
-        py::dict d;
-        d["trials"] = r.trials;
-        d["reason"] = std::string(tunekit::to_string(r.reason));
-        d["best"] = r.best ? py::cast(to_py(t.space, *r.best)) : py::none();
-        return d;
+        return tune_result(t, r);
       }, py::arg("kernel"), py::arg("rng") = nullptr, py::arg("log") = py::none(),
-         "Tunes a replay kernel to the budget (C++ Tuner::tune; the GIL is released)");
+         "Tunes a replay kernel to the budget (C++ Tuner::tune; the GIL is released)")
+      .def("tune", [](PyTuner& t, py::function run, Rng* rng, std::optional<std::string> log, double flop) {
+        TunerLock locked(t);
+        PyKernel kernel{&t.space, flop, std::make_shared<PythonCallable>(std::move(run))};
+        const std::string path = log.value_or("");
+        const tunekit::TuneResult r =
+            checked(t.space.errors, [&] { return t.tuner->tune(kernel, rng ? *rng : t.rng, path); }, /*release=*/true);
+        return tune_result(t, r);
+      }, py::arg("run"), py::arg("rng") = nullptr, py::arg("log") = py::none(), py::arg("flop") = 0.0,
+         "Tunes a kernel written in Python to the budget with the preset's evaluator (C++ Tuner::tune): "
+         "run(config, runs) returns the seconds of each run, or a Status or (Status, message) for a failure");
 
   m.def("replay", [](const tunekit::ReplayKernel& kernel, const std::string& preset, std::size_t budget,
                      std::uint64_t seed, std::size_t plan_size) {

@@ -291,3 +291,66 @@ def test_one_tuner_from_several_threads():
     assert not errors
     assert len(t.history) == 64 and t.pending == 0
     assert len({s.describe(x.config) for x in t.history}) == 64
+
+
+def python_kernel(calls):
+    """A kernel written in Python for Tuner.tune: seconds per run from cost(), failures by status."""
+
+    def run(config, runs):
+        calls.append((dict(config), runs))
+        if config["alg"] == "a" and config["u"] == 1:
+            return tk.Status.build_error, "does not compile"
+        if config["bx"] == 1 and config["u"] == 2:
+            raise ZeroDivisionError("bad launch")
+        return [cost(config) * 1e-3] * runs
+
+    return run
+
+
+def test_tune_a_python_kernel_with_a_log_and_exact_resume(tmp_path):
+    s = small_space()
+    calls = []
+    uninterrupted = tk.Tuner(s, "tpe-local", trials=40, plan_size=8, task="py")
+    result = uninterrupted.tune(python_kernel(calls), tk.Rng(4))
+    assert result["trials"] == 40 and result["reason"] == "trial budget reached"
+    # The preset's evaluator (Deterministic): a warm-up run, then 3 timed runs, per config.
+    first = calls[0][0]
+    assert [runs for c, runs in calls if c == first] == [1, 1, 1, 1]
+    statuses = {x.measurement.status for x in uninterrupted.history}
+    assert tk.Status.ok in statuses
+    for x in uninterrupted.history:
+        if x.config["alg"] == "a" and x.config["u"] == 1:
+            assert x.measurement.status == tk.Status.build_error and x.measurement.error == "does not compile"
+        elif x.config["bx"] == 1 and x.config["u"] == 2:
+            assert x.measurement.status == tk.Status.runtime_error
+            assert x.measurement.error == "Python: ZeroDivisionError: bad launch"
+    assert result["best"].measurement.mean == pytest.approx(min(cost(x.config) for x in uninterrupted.history
+                                                                if x.measurement.ok) * 1e-3)
+
+    log = tmp_path / "py.jsonl"
+    tk.Tuner(s, "tpe-local", trials=15, plan_size=8, task="py").tune(python_kernel([]), tk.Rng(4), log=str(log))
+    resumed = tk.Tuner(s, "tpe-local", trials=40, plan_size=8, task="py")
+    assert resumed.resume(log, exact=True) == 15
+    again = []
+    resumed.tune(python_kernel(again), tk.Rng(4), log=str(log))
+    assert [x.config for x in resumed.history] == [x.config for x in uninterrupted.history]
+    # Only the configs after the log's end were run.
+    assert {s.describe(c) for c, _ in again} == {s.describe(x.config) for x in resumed.history[15:]}
+    assert len(log.read_text().splitlines()) == 40
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_keyboard_interrupt_stops_a_python_kernel_and_is_not_logged(tmp_path, constrained):
+    s = small_space() if constrained else tk.SearchSpace().add_range("u", 1, 50)
+    seen = []
+
+    def run(config, runs):
+        seen.append(config)
+        if len(seen) == 9:  # the third config's warm-up (4 calls per config)
+            raise KeyboardInterrupt
+        return [1e-3] * runs
+
+    log = tmp_path / "interrupted.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        tk.Tuner(s, trials=30, task="t").tune(run, log=str(log))
+    assert len(log.read_text().splitlines()) == 2

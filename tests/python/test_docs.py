@@ -17,7 +17,7 @@ BLOCKS = re.findall(r"```python\n(.*?)\n```", DOC.read_text(), flags=re.S)
 
 
 def test_the_doc_has_its_examples():
-    assert len(BLOCKS) == 4
+    assert len(BLOCKS) == 5
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))

@@ -17,6 +17,11 @@ packages=(
   libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
   libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution
   ocl-icd-opencl-dev              # oneDNN's CMake package requires OpenCL (its GPU runtime)
+  python3-dev pybind11-dev        # the Python module (python/), built with /usr/bin/python3
+  python3-pytest                  # its tests (tests/python)
+  python3-numpy python3-scipy python3-jsonschema python3-xmltodict python3-packaging
+                                  # the vendored Kernel Tuner (shared/vendor/README.md)
+  python3-optuna                  # tunekit.optuna.Sampler and its tests
 )
 if [[ $only -eq 1 ]]; then packages=("$@"); else packages+=("$@"); fi
 missing=()

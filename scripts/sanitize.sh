@@ -55,7 +55,7 @@ configure() {  # build dir, C++ compiler, sanitizers, extra cmake arguments
   fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DTUNEKIT_SANITIZE="$sanitize" \
-    -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF -DTUNEKIT_CUDA=OFF "${datasets[@]}" \
+    -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF -DTUNEKIT_CUDA=OFF -DTUNEKIT_PYTHON=OFF "${datasets[@]}" \
     "$@" >/dev/null
 }
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build-avx2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DTUNEKIT_MARCH=x86-64-v3 \
-  -DTUNEKIT_TEST_AREAS=kernels -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF \
+  -DTUNEKIT_TEST_AREAS=kernels -DTUNEKIT_BUILD_EXAMPLES=OFF -DTUNEKIT_BUILD_BENCH=OFF -DTUNEKIT_PYTHON=OFF \
   -DTUNEKIT_BUILD_TOOLS=OFF -DTUNEKIT_CUDA=OFF -DTUNEKIT_INSTALL=OFF >/dev/null
 cmake --build build-avx2 -j "$(nproc)" --target tunekit_tests
 # Only the kernels' own cases (the suite's packaging, docs and compile-fail checks do not depend

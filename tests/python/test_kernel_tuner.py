@@ -1,0 +1,260 @@
+"""tunekit.kernel_tuner.Strategy inside the vendored Kernel Tuner 1.4.0, in simulation mode.
+
+test_strategy_checks does what Kernel Tuner's test/strategies/test_strategies.py checks of each of
+its strategies, on its vector_add space, restrictions and cache file, with the tunekit strategy in
+place of theirs. test_replayed_dataset_scores_as_tunekit_replay replays a recorded space
+(shared/datasets) as a Kernel Tuner cache.
+"""
+
+import csv
+import json
+import math
+import statistics
+import subprocess
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+
+VECTOR_ADD = """
+__global__ void vector_add(float *c, float *a, float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i<n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
+
+@pytest.fixture
+def kt(vendor):
+    import kernel_tuner
+    import tunekit.kernel_tuner
+
+    return kernel_tuner, tunekit.kernel_tuner
+
+
+@pytest.fixture
+def vector_add():
+    size = 100
+    a = np.random.randn(size).astype(np.float32)
+    b = np.random.randn(size).astype(np.float32)
+    c = np.zeros_like(b)
+    n = np.int32(size)
+    tune_params = dict()
+    tune_params["block_size_x"] = [128 + 64 * i for i in range(15)]
+    tune_params["test_string"] = ["alg_1", "alg_2"]
+    tune_params["test_single"] = [15]
+    tune_params["test_bool"] = [True, False]
+    tune_params["test_mixed"] = ["test", 1, True, 2.45]
+    return ["vector_add", VECTOR_ADD, size, [c, a, b, n], tune_params]
+
+
+RESTRICTIONS = ["test_string == 'alg_2'", "test_bool == True", "test_mixed == 2.45"]
+
+
+def cache_file(vendor):
+    return vendor / "kernel_tuner" / "test" / "strategies" / "test_cache_file.json"
+
+
+@pytest.mark.parametrize("preset", ["tpe-local", "autotvm", "random"])
+def test_strategy_checks(kt, vendor, vector_add, preset):
+    kernel_tuner, tkt = kt
+    from kernel_tuner.util import InvalidConfig
+
+    options = dict(max_fevals=10)
+    results, _ = kernel_tuner.tune_kernel(*vector_add, restrictions=RESTRICTIONS, strategy=tkt.Strategy(preset),
+                                          strategy_options=options, verbose=False, cache=cache_file(vendor),
+                                          simulation_mode=True)
+    assert len(results) > 0
+    tune_params = vector_add[-1]
+    unique_results = {}
+    for result in results:
+        x_int = ",".join([str(v) for k, v in result.items() if k in tune_params.keys()])
+        if not isinstance(result["time"], InvalidConfig):
+            unique_results[x_int] = result["time"]
+    assert len(unique_results) <= options["max_fevals"]
+    # This strategy measures no config twice, and spends the budget.
+    assert len(results) == len(unique_results) == 10
+
+    expected_items = {
+        "block_size_x": int, "time": (float, int), "times": list, "compile_time": (float, int),
+        "verification_time": (float, int), "benchmark_time": (float, int), "strategy_time": (float, int),
+        "framework_time": (float, int), "timestamp": str, "test_string": str, "test_single": int,
+        "test_bool": bool, "test_mixed": float,
+    }
+    for res in results:
+        assert len(res) == len(expected_items)
+        for expected_key, expected_type in expected_items.items():
+            assert expected_key in res
+            assert isinstance(res[expected_key], expected_type)
+        # Kernel Tuner's restrictions hold (True and 1 are told apart: test_mixed has both).
+        assert res["test_string"] == "alg_2" and res["test_bool"] is True and res["test_mixed"] == 2.45
+
+    # The user's starting point (x0) is measured first.
+    options["x0"] = [256, "alg_2", 15, True, 2.45]
+    results, _ = kernel_tuner.tune_kernel(*vector_add, restrictions=RESTRICTIONS, strategy=tkt.Strategy(preset),
+                                          strategy_options=options, verbose=False, cache=cache_file(vendor),
+                                          simulation_mode=True)
+    assert results[0]["block_size_x"] == 256
+
+
+def test_budget_exhaustion_time_limit_and_options(kt, vendor, vector_add):
+    kernel_tuner, tkt = kt
+    common = dict(restrictions=RESTRICTIONS, verbose=False, cache=cache_file(vendor), simulation_mode=True)
+    # max_fevals beyond the 15 valid configs: each measured once, the best one found.
+    strategy = tkt.Strategy("tpe-local", seed=4)
+    results, _ = kernel_tuner.tune_kernel(*vector_add, strategy=strategy, strategy_options=dict(max_fevals=100),
+                                          **common)
+    assert sorted(r["block_size_x"] for r in results) == vector_add[-1]["block_size_x"]
+    assert len(strategy.tuner.history) == 15
+    assert strategy.tuner.best.config["block_size_x"] == min(results, key=lambda r: r["time"])["block_size_x"]
+    # time_limit: in simulation mode each config costs its cached compile and benchmark time
+    # (about 0.44 s in this cache), so 2 s of budget stops the search after a few configs.
+    results, _ = kernel_tuner.tune_kernel(*vector_add, strategy=tkt.Strategy("tpe-local"),
+                                          strategy_options=dict(time_limit=2), **common)
+    assert 1 <= len(results) < 15
+    with pytest.raises(ValueError, match=r"Unrecognized option popsize in strategy_options"):
+        kernel_tuner.tune_kernel(*vector_add, strategy=tkt.Strategy(), strategy_options=dict(popsize=5), **common)
+    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, "):
+        tkt.Strategy("nope")
+
+
+def test_failed_configs_are_told_as_failures(kt, tmp_path):
+    kernel_tuner, tkt = kt
+    tune_params = {"block_size_x": [32, 64, 128, 256], "unroll": [0, 1, 2]}
+    cache = {}
+    for bx in tune_params["block_size_x"]:
+        for u in tune_params["unroll"]:
+            entry = {"block_size_x": bx, "unroll": u, "compile_time": 1.0, "verification_time": 0,
+                     "benchmark_time": 1.0, "strategy_time": 0, "framework_time": 0, "timestamp": "2024-01-01"}
+            if u == 2:
+                entry["time"] = "CompilationFailedConfig"
+            elif bx == 256:
+                entry["time"] = "RuntimeFailedConfig"
+            else:
+                t = 1.0 + abs(bx - 64) / 64 + u * 0.1
+                entry["time"], entry["times"] = t, [t, t]
+            cache[f"{bx},{u}"] = entry
+    path = tmp_path / "failing.json"
+    path.write_text(json.dumps({"device_name": "sim", "kernel_name": "k", "problem_size": 100,
+                                "tune_params_keys": list(tune_params), "tune_params": tune_params, "objective": "time",
+                                "cache": cache}))
+    strategy = tkt.Strategy("tpe-local", seed=1)
+    results, _ = kernel_tuner.tune_kernel("k", "__global__ void k() {}", 100, [], tune_params, strategy=strategy,
+                                          strategy_options=dict(max_fevals=12), verbose=False, cache=str(path),
+                                          simulation_mode=True)
+    assert len(results) == 12
+    statuses = {(t.config["block_size_x"], t.config["unroll"]): t.measurement.status for t in strategy.tuner.history}
+    assert len(statuses) == 12
+    for (bx, u), status in statuses.items():
+        if u == 2:
+            assert status == tk.Status.build_error
+        elif bx == 256:
+            assert status == tk.Status.runtime_error
+        else:
+            assert status == tk.Status.ok
+    assert strategy.tuner.best.config == {"block_size_x": 64, "unroll": 0}
+
+
+def dataset_as_cache(csv_path, out):
+    """A shared/datasets CSV as a Kernel Tuner cache file (kernel_tuner/util.py: process_cache's
+    format): "time" the recorded mean in ms, a failed row RuntimeFailedConfig, no "times" (Kernel
+    Tuner's simulation answers with "time" alone; tunekit-replay then replays that one time too).
+    Returns the tune_params and the recorded configs (the restriction that admits exactly them)."""
+    lines = csv_path.read_text().splitlines()
+    names = lines[0].split(",")[:-2]
+    rows = [line.split(",") for line in lines[1:] if line]
+    tune_params = {n: sorted({int(r[i]) for r in rows}) for i, n in enumerate(names)}
+    cache = {}
+    for r in rows:
+        values = [int(v) for v in r[:-2]]
+        entry = dict(zip(names, values))
+        entry["time"] = "RuntimeFailedConfig" if math.isinf(float(r[-2])) else float(r[-2])
+        entry.update(compile_time=0, verification_time=0, benchmark_time=0, strategy_time=0, framework_time=0,
+                     timestamp="recorded")
+        cache[",".join(map(str, values))] = entry
+    out.write_text(json.dumps({"device_name": "recorded", "kernel_name": csv_path.stem, "problem_size": 0,
+                               "tune_params_keys": names, "tune_params": tune_params, "objective": "time",
+                               "cache": cache}))
+    return tune_params, {tuple(int(v) for v in r[:-2]) for r in rows}
+
+
+def test_replayed_dataset_scores_as_tunekit_replay(kt, datasets, replay_bin, tmp_path):
+    """convolution_A4000 (shared/datasets) as a Kernel Tuner cache, tuned in Kernel Tuner's
+    simulation mode by Strategy("tpe-local"), and replayed from the same cache file by
+    tunekit-replay --tuner tpe-local: for each seed both measure the same configs in the same
+    order, so they reach the same score (the found score of PEERS.md: best recorded time of the
+    space / best recorded time among the configs measured), equal to rounding (1e-12).
+
+    Why identical and not "within a tolerance": both are told each config's recorded mean (Kernel
+    Tuner's simulation answers with the cache's "time"; tunekit-replay replays the one time the
+    cache has per config, so its evaluator's repeats all return it), over the same space (the
+    strategy builds its knobs from the values as tunekit-replay does, and a membership constraint
+    of Kernel Tuner's valid configs, here the recorded ones) and the same generator use. On the CSV
+    itself tunekit-replay draws recorded samples (noise) and the paths part after the first noisy
+    ranking, so only a distribution over seeds could be compared there."""
+    kernel_tuner, tkt = kt
+    dataset = datasets / "convolution_A4000.csv"
+    budget, seeds = 60, 4
+    cache = tmp_path / "convolution_A4000.json"
+    tune_params, recorded = dataset_as_cache(dataset, cache)
+    names = list(tune_params)
+    kernel = tk.ReplayKernel.load(cache)
+    assert kernel.row_count == len(recorded) == tk.ReplayKernel.load(dataset).row_count
+
+    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+    subprocess.run([str(replay_bin), "--dataset", str(cache), "--tuner", "tpe-local", "--budget", str(budget),
+                    "--seeds", str(seeds), "--quiet", "--out", str(out), "--summary-json", str(summary)],
+                   check=True, capture_output=True)
+    replay_trials = {}
+    with open(out) as f:
+        for row in csv.DictReader(f):
+            replay_trials.setdefault(int(row["seed"]), []).append(row)
+
+    def recorded_only(p):
+        """Kernel Tuner's (old-style, one dict) restriction: the recorded configs. A def, not a
+        lambda: Kernel Tuner rewrites lambdas from their source text."""
+        return tuple(p[n] for n in names) in recorded
+
+    def parse(text):
+        """A config as tunekit-replay's --out writes it (SearchSpace.describe: "name=value;...")."""
+        return {k: int(v) for k, v in (item.split("=") for item in text.split(";"))}
+
+    found, found_at_50 = [], []
+    for seed in range(seeds):
+        strategy = tkt.Strategy("tpe-local", seed=seed)
+        results, _ = kernel_tuner.tune_kernel(
+            dataset.stem, "__global__ void k() {}", 0, [], tune_params, restrictions=recorded_only,
+            strategy=strategy, strategy_options=dict(max_fevals=budget), verbose=False, cache=str(cache),
+            simulation_mode=True)
+        assert len(results) == budget
+        history = strategy.tuner.history
+        space = strategy.tuner.space
+        assert [space.describe(t.config) for t in history] == [r["config"] for r in replay_trials[seed]]
+        assert [str(t.measurement.status) for t in history] == [f"Status.{r['status']}" for r in replay_trials[seed]]
+        times = [r["time"] if isinstance(r["time"], float) else math.inf for r in results]
+        found.append(kernel.optimum_ms / min(times))
+        found_at_50.append(kernel.optimum_ms / min(times[:50]))
+        replay_found = kernel.optimum_ms / min(kernel.recorded_ms(parse(r["config"])) for r in replay_trials[seed])
+        assert found[-1] == pytest.approx(replay_found, rel=1e-12)
+    # tunekit-replay's summary (median over seeds at the checkpoint of 50 trials) from the strategy's results.
+    s = json.loads(summary.read_text())
+    assert statistics.median(found_at_50) == pytest.approx(s["found_score_median"]["50"], rel=1e-12)
+
+
+def test_another_objective_ranks_as_kernel_tuner_does(kt, vendor, vector_add):
+    """With a metric to maximise (GFLOP/s) as the objective, the tuner's best is Kernel Tuner's best."""
+    kernel_tuner, tkt = kt
+    strategy = tkt.Strategy("tpe-local", seed=2)
+    metrics = {"GFLOP/s": lambda p: 1e-6 * p["block_size_x"] / p["time"]}
+    results, _ = kernel_tuner.tune_kernel(*vector_add, restrictions=RESTRICTIONS, strategy=strategy,
+                                          strategy_options=dict(max_fevals=15), verbose=False,
+                                          cache=cache_file(vendor), simulation_mode=True, metrics=metrics,
+                                          objective="GFLOP/s", objective_higher_is_better=True)
+    best = max(results, key=lambda r: r["GFLOP/s"])
+    assert strategy.tuner.best.config["block_size_x"] == best["block_size_x"]
+    means = {t.config["block_size_x"]: t.measurement.mean for t in strategy.tuner.history}
+    order_kt = sorted(results, key=lambda r: -r["GFLOP/s"])
+    assert [r["block_size_x"] for r in order_kt] == sorted(means, key=means.get)

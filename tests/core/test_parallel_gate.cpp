@@ -4,6 +4,8 @@
 #include <tunekit/core/parallel_gate.hpp>
 
 #include <doctest/doctest.h>
+
+#include "support/omp_threads.hpp"
 #include <omp.h>
 
 #include <thread>
@@ -25,11 +27,7 @@ int drive(ParallelGate& gate, int n, double parallel_rate, double serial_rate) {
   return parallel;
 }
 
-struct Threads {
-  int saved = omp_get_max_threads();
-  explicit Threads(int n) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved); }
-};
+using Threads = tunekit::test::OmpThreads;
 
 }  // namespace
 

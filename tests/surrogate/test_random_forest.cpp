@@ -9,6 +9,8 @@
 
 #include <boost/random/normal_distribution.hpp>
 #include <doctest/doctest.h>
+
+#include "support/omp_threads.hpp"
 #include <omp.h>
 
 #include <cmath>
@@ -26,12 +28,7 @@ Eigen::VectorXd friedman(const Eigen::MatrixXd& x, double sigma, tunekit::Rng& r
   return y;
 }
 
-// Sets the OpenMP thread count for a scope.
-struct Threads {
-  int saved = omp_get_max_threads();
-  explicit Threads(int n) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved); }
-};
+using Threads = tunekit::test::OmpThreads;
 
 }  // namespace
 

@@ -5,10 +5,10 @@
 #include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
+#include "support/omp_threads.hpp"
 #include "support/replay_medians.hpp"
 
 #include <doctest/doctest.h>
-#include <omp.h>
 
 #include <string>
 #include <vector>
@@ -24,13 +24,11 @@ struct Medians {
 Medians medians(const std::string& name) {
   auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
   // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
+  const tunekit::test::OmpThreads one(1);
   // Medians over seeds 0..14 of the score after 200 measured configs (plan_size 32).
   const Medians m{tunekit_test::random_median(k, 200),
                   tunekit_test::median_score<tunekit::AutoTvmTuner>(k, 200, 15),
                   tunekit_test::median_score<tunekit::AdaTuneTuner>(k, 200, 15)};
-  omp_set_num_threads(threads);
   MESSAGE(name << ": median score at 200: random " << m.random << ", autotvm " << m.autotvm << ", adatune "
                << m.adatune);
   return m;

@@ -6,7 +6,8 @@
 #include <tunekit/replay_score.hpp>
 
 #include <doctest/doctest.h>
-#include <omp.h>
+
+#include "support/omp_threads.hpp"
 
 #include <string>
 #include <vector>
@@ -41,11 +42,9 @@ struct Table {
 Table table(const std::string& name) {
   auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
   // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
+  const tunekit::test::OmpThreads one(1);
   const Table t{medians<tunekit::TpeLocalTuner>(k), medians<tunekit::AutoTvmTuner>(k),
                 medians<tunekit::AdaTuneTuner>(k), medians<tunekit::ChameleonTuner>(k)};
-  omp_set_num_threads(threads);
   MESSAGE(name << ": median score at 50 / 100: tpe-local " << t.tpe.at50 << " / " << t.tpe.at100 << ", autotvm "
                << t.autotvm.at50 << " / " << t.autotvm.at100 << ", adatune " << t.adatune.at50 << " / "
                << t.adatune.at100 << ", chameleon " << t.chameleon.at50 << " / " << t.chameleon.at100);

@@ -10,8 +10,8 @@
 #   bench/search_efficiency.sh [OUT]      (after scripts/build.sh)
 #   TUNERS="tpe-local autotvm" PLANS="32" bench/search_efficiency.sh OUT   (a subset)
 #
-# Every preset at plan sizes 64 and 32 takes about two hours on 2 cores (the forest pipelines'
-# search is most of it); tpe-local alone takes seconds. The runs are deterministic: a seed gives
+# Every preset at plan sizes 64 and 32 takes about an hour on 2 cores (55 min beside two builds;
+# the forest pipelines' search is most of it); tpe-local alone takes seconds. The runs are deterministic: a seed gives
 # the same trace on any machine and thread count (P also counts the search's own time, so it
 # varies a little between machines).
 set -euo pipefail

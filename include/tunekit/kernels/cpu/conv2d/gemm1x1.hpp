@@ -14,8 +14,9 @@
 /// read in place (its pixels are contiguous too); with any other stride the pixels read are
 /// packed into a compact copy: with `packing` shared one [n][ic][p] copy made by all threads
 /// first, with per_thread each thread copies the positions of each block it computes. With
-/// AVX-512 that copy is made by the block's first output-channel tile as it computes
-/// (detail::conv2d_gather_kernel: two masked loads and a permutation per run of lanes, see
+/// AVX-512 or AVX2 that copy is made by the block's first output-channel tile as it computes
+/// (detail::conv2d_gather_kernel: per run of lanes two masked loads and a two-source permutation
+/// with AVX-512, two masked loads, two permutations and two blends with AVX2; see
 /// detail::Conv2dInputVector), so its loads overlap the multiply-adds; otherwise (or where a
 /// vector of positions would need more than four runs) by a copy loop just before the block. The
 /// weights are packed into [oc tile][ic][oc_rows] panels when the configuration is prepared. The
@@ -34,7 +35,7 @@
 
 #include <omp.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -43,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -130,6 +132,74 @@ struct Conv2dInputVector {
   }
 };
 
+#elif defined(__AVX2__)
+/// How a vector of output positions of the gemm1x1 layout reads its simd_width (8) input pixels
+/// from one input plane when the stride is not 1, with AVX2: the 8-lane counterpart of the
+/// AVX-512 reader. Up to four runs of lanes, each run two masked loads (vmaskmovps of the 8
+/// floats from `offset[r]` and of the 8 after them; only the floats it reads, so nothing past the
+/// input), a one-source permutation of each (vpermps) and a blend of each into the run's lanes
+/// (vblendvps). A run is the lanes whose pixels lie within 16 floats of its first pixel: one per
+/// input row a vector touches for a stride of 2 (a vector of 8 touches at most 2 rows of an
+/// output of width 7 or more). Lanes past the last position are zero.
+///
+/// Each run keeps four vectors of 8 int32: `load_lo` and `load_hi`, the vmaskmovps masks (sign
+/// bit set for the floats read) of its two halves, and `take_lo` and `take_hi`, per lane the
+/// float of that half it takes (the low 3 bits, the vpermps index) with the sign bit set where
+/// the lane takes it (the vblendvps mask): one vector serves as both.
+struct Conv2dInputVector {
+  static constexpr int max_runs = 4;
+  alignas(32) std::int32_t load_lo[max_runs][8] = {}, load_hi[max_runs][8] = {};
+  alignas(32) std::int32_t take_lo[max_runs][8] = {}, take_hi[max_runs][8] = {};
+  std::int32_t offset[max_runs] = {};
+  int runs = 0;
+
+  /// The runs of the pixels at `pixel[0..count)` (ascending offsets in a plane, count <= 8).
+  /// Returns false when they need more than max_runs runs.
+  bool set(const std::int32_t* pixel, int count) {
+    *this = Conv2dInputVector{};
+    constexpr std::int32_t sign = std::numeric_limits<std::int32_t>::min();
+    for (int j = 0; j < count; ++j) {
+      if (runs == 0 || pixel[j] >= offset[runs - 1] + 16) {
+        if (runs == max_runs) return false;
+        offset[runs++] = pixel[j];
+      }
+      const int r = runs - 1, at = pixel[j] - offset[r];
+      if (at < 8) {
+        load_lo[r][at] = -1;
+        take_lo[r][j] = sign | at;
+      } else {
+        load_hi[r][at - 8] = -1;
+        take_hi[r][j] = sign | (at - 8);
+      }
+    }
+    return true;
+  }
+
+  /// The vector's pixels of the plane at `plane`.
+  __m256 read(const float* plane) const {
+    __m256 v = _mm256_setzero_ps();
+    for (int r = 0; r < runs; ++r) {
+      const float* p = plane + offset[r];
+      const __m256i tl = _mm256_load_si256(reinterpret_cast<const __m256i*>(take_lo[r]));
+      const __m256i th = _mm256_load_si256(reinterpret_cast<const __m256i*>(take_hi[r]));
+      const __m256 a = _mm256_maskload_ps(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_lo[r])));
+      const __m256 b = _mm256_maskload_ps(p + 8, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_hi[r])));
+      v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(a, tl), _mm256_castsi256_ps(tl));
+      v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(b, th), _mm256_castsi256_ps(th));
+    }
+    return v;
+  }
+};
+#endif
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+/// Stores a vector that Conv2dInputVector::read returned.
+#if defined(__AVX512F__)
+inline void conv2d_store_read(float* p, __m512 v) noexcept { _mm512_storeu_ps(p, v); }
+#else
+inline void conv2d_store_read(float* p, __m256 v) noexcept { _mm256_storeu_ps(p, v); }
+#endif
+
 /// The gemm1x1 micro-kernel of the first output-channel tile of a block when the input is
 /// strided: it reads its NV vectors of positions straight from the NCHW input (`in[v]`, from
 /// `src`, `src_rs` floats from one input channel to the next), stores each into the block's
@@ -151,8 +221,8 @@ void conv2d_gather_kernel(std::size_t kc, const float* a, const float* src, std:
     vfloat bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const __m512 g = in[v].read(src + k * src_rs);
-      _mm512_storeu_ps(copy + k * copy_rs + v * W, g);
+      const auto g = in[v].read(src + k * src_rs);
+      conv2d_store_read(copy + k * copy_rs + v * W, g);
       std::memcpy(&bv[v], &g, sizeof g);
     }
 #pragma GCC unroll 16
@@ -253,7 +323,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       offset_.resize(IC);
       for (std::size_t c = 0; c < IC; ++c) offset_[c] = static_cast<std::int32_t>(c * row_stride);
     }
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
     // Copies per block: each block's first output-channel tile reads its vectors of positions
     // straight from the input and leaves them in the copy (detail::conv2d_gather_kernel), each
     // vector as input_vectors_ says (pixel offsets from the image's plane of input channel 0).
@@ -278,6 +348,12 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
     std::fill(scratch_.data(), scratch_.data() + scratch_.size(), 0.0f);
   }
+
+  /// Whether each block's copy of strided input is gathered by its first output-channel tile
+  /// (detail::conv2d_gather_kernel: AVX-512 or AVX2, packing per_thread, a stride other than 1,
+  /// every vector of positions within Conv2dInputVector::max_runs runs) rather than by the copy
+  /// loop.
+  bool gathers() const noexcept { return gather_; }
 
   /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.
   void operator()(const float* input, float* output) {
@@ -426,7 +502,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       [[maybe_unused]] float* b_copy = fill ? scratch + block_copy_at_ + c0 * row_stride + (p0 - first) : nullptr;
       if (tail_ && cols % simd_width != 0) {  // the partial vector: positions x channel vectors
         const std::size_t whole = cols / simd_width * simd_width, r = cols - whole;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
         if (fill) gather_copy(fill_from, c0, depth, p0 + whole, b_copy + whole, row_stride);
 #endif
         tail_(b + whole, offset_.data(), a, depth, 1, rest, false);
@@ -449,7 +525,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       float* target = whole_tile ? c : tile;
       const std::size_t ldc = whole_tile ? P : nr_;
       const bool add = whole_tile && accumulate;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
       if (fill)
         gather_kernels_[vectors - 1](depth, a, fill_from + c0 * s_.height * s_.width, s_.height * s_.width,
                                      input_vectors_.data() + p0 / simd_width, b_copy, b_rs, target, ldc, add);
@@ -472,14 +548,14 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
                                  });
   }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   // Gathers the vector of positions from p (a multiple of simd_width) of input channels c0 to
   // c0 + depth of image `from` into d, rows row_stride apart (zero past the last position).
   void gather_copy(const float* from, std::size_t c0, std::size_t depth, std::size_t p, float* d,
                    std::size_t row_stride) const {
     const std::size_t plane = s_.height * s_.width;
     const detail::Conv2dInputVector& in = input_vectors_[p / simd_width];
-    for (std::size_t c = 0; c < depth; ++c) _mm512_storeu_ps(d + c * row_stride, in.read(from + (c0 + c) * plane));
+    for (std::size_t c = 0; c < depth; ++c) detail::conv2d_store_read(d + c * row_stride, in.read(from + (c0 + c) * plane));
   }
 #endif
 
@@ -497,11 +573,11 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
   // it computes (block_width_ = ow_tiles x nr positions) into its scratch at block_copy_at_.
   bool per_block_ = false;
   std::size_t block_width_ = 0, block_copy_at_ = 0;
-  // With AVX-512, the copy of a block is read by the block's first output-channel tile
+  // With AVX-512 or AVX2, the copy of a block is read by the block's first output-channel tile
   // (gather_kernels_, by vectors - 1) as it computes, each vector of positions of an image as
   // input_vectors_ says (where every vector takes at most Conv2dInputVector::max_runs runs).
   bool gather_ = false;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   std::array<detail::Conv2dGatherKernel, conv2d_max_oc_vectors> gather_kernels_{};
   std::vector<detail::Conv2dInputVector> input_vectors_;
 #endif

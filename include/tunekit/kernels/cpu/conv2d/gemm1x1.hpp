@@ -53,6 +53,20 @@
 namespace tunekit::cpu {
 namespace detail {
 
+/// The k-loop unroll of the gemm1x1 micro-kernels: 4 with 32 vector registers; 2 with 16, where
+/// g++ 12 spills accumulators of the 10 x 1, 12 x 1 and 14 x 1 tiles in a loop unrolled 4 times
+/// (it hoists the broadcasts of later steps) and of no AVX2 tile unrolled twice.
+inline constexpr int conv2d_gemm_unroll = vector_registers >= 32 ? 4 : 2;
+
+/// Whether the gather kernel of the gemm1x1 tile (oc_rows, p_vectors) keeps its tile in registers:
+/// with 16 vector registers the tile's registers (the register rule at vector_registers) and 2
+/// for the reader (Conv2dInputVector::read's loaded halves and index) fit, so 12 x 1, 10 x 1 and
+/// 5 x 2 gather while 14 x 1, 6 x 2 and 4 x 3 (which g++ 12 spills) copy with the copy loop; with
+/// 32 every tile gathers.
+constexpr bool conv2d_gather_fits(int oc_rows, int p_vectors) noexcept {
+  return vector_registers >= 32 || oc_rows * p_vectors + p_vectors + 1 + 2 <= vector_registers;
+}
+
 /// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions
 /// - 1 (the last tile of a row of positions may have fewer vectors than the others); null
 /// where MR x vectors does not fit the registers.
@@ -62,7 +76,7 @@ constexpr std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_row_kernels
   [&]<std::size_t... V>(std::index_sequence<V...>) {
     ((k[V] = [] {
        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
-         return &micro_kernel<MR, static_cast<int>(V) + 1, 4, true>;
+         return &micro_kernel<MR, static_cast<int>(V) + 1, conv2d_gemm_unroll, true>;
        else
          return MicroKernel{nullptr};
      }()),
@@ -251,7 +265,7 @@ inline std::array<Conv2dGatherKernel, conv2d_max_oc_vectors> conv2d_gather_kerne
     return std::array{[]<std::size_t... V>(std::index_sequence<V...>) {
       constexpr int MR = conv2d_gemm_rows[I];
       return std::array<Conv2dGatherKernel, conv2d_max_oc_vectors>{[] {
-        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
+        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1) && conv2d_gather_fits(MR, static_cast<int>(V) + 1))
           return &conv2d_gather_kernel<MR, static_cast<int>(V) + 1>;
         else
           return Conv2dGatherKernel{nullptr};
@@ -327,7 +341,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
     // Copies per block: each block's first output-channel tile reads its vectors of positions
     // straight from the input and leaves them in the copy (detail::conv2d_gather_kernel), each
     // vector as input_vectors_ says (pixel offsets from the image's plane of input channel 0).
-    if (per_block_) {
+    if (per_block_ && detail::conv2d_gather_fits(p_.oc_rows, p_.p_vectors)) {
       gather_ = true;
       input_vectors_.resize(ppad_ / simd_width);
       for (std::size_t q = 0; q < input_vectors_.size(); ++q) {
@@ -351,8 +365,8 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
 
   /// Whether each block's copy of strided input is gathered by its first output-channel tile
   /// (detail::conv2d_gather_kernel: AVX-512 or AVX2, packing per_thread, a stride other than 1,
-  /// every vector of positions within Conv2dInputVector::max_runs runs) rather than by the copy
-  /// loop.
+  /// a tile that detail::conv2d_gather_fits, every vector of positions within
+  /// Conv2dInputVector::max_runs runs) rather than by the copy loop.
   bool gathers() const noexcept { return gather_; }
 
   /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.

@@ -16,7 +16,7 @@
 /// first, with per_thread each thread copies the positions of each block it computes. With
 /// AVX-512 or AVX2 that copy is made by the block's first output-channel tile as it computes
 /// (detail::conv2d_gather_kernel: per run of lanes two masked loads and a two-source permutation
-/// with AVX-512, two masked loads, two permutations and two blends with AVX2; see
+/// with AVX-512, two loads, two permutations and two blends with AVX2; see
 /// detail::Conv2dInputVector), so its loads overlap the multiply-adds; otherwise (or where a
 /// vector of positions would need more than four runs) by a copy loop just before the block. The
 /// weights are packed into [oc tile][ic][oc_rows] panels when the configuration is prepared. The
@@ -59,12 +59,12 @@ namespace detail {
 inline constexpr int conv2d_gemm_unroll = vector_registers >= 32 ? 4 : 2;
 
 /// Whether the gather kernel of the gemm1x1 tile (oc_rows, p_vectors) keeps its tile in registers:
-/// with 16 vector registers the tile's registers (the register rule at vector_registers) and 2
-/// for the reader (Conv2dInputVector::read's loaded halves and index) fit, so 12 x 1, 10 x 1 and
-/// 5 x 2 gather while 14 x 1, 6 x 2 and 4 x 3 (which g++ 12 spills) copy with the copy loop; with
-/// 32 every tile gathers.
+/// with 16 vector registers the tile's registers (the register rule at vector_registers) and 3
+/// for the reader (Conv2dInputVector::read's index, its shifted copy and a loaded half) fit, so
+/// 10 x 1 and 5 x 2 gather while 12 x 1, 14 x 1, 6 x 2 and 4 x 3 (which g++ 12 spills) copy with
+/// the copy loop; with 32 every tile gathers.
 constexpr bool conv2d_gather_fits(int oc_rows, int p_vectors) noexcept {
-  return vector_registers >= 32 || oc_rows * p_vectors + p_vectors + 1 + 2 <= vector_registers;
+  return vector_registers >= 32 || oc_rows * p_vectors + p_vectors + 1 + 3 <= vector_registers;
 }
 
 /// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions
@@ -149,22 +149,27 @@ struct Conv2dInputVector {
 #elif defined(__AVX2__)
 /// How a vector of output positions of the gemm1x1 layout reads its simd_width (8) input pixels
 /// from one input plane when the stride is not 1, with AVX2: the 8-lane counterpart of the
-/// AVX-512 reader. Up to four runs of lanes, each run two masked loads (vmaskmovps of the 8
-/// floats from `offset[r]` and of the 8 after them; only the floats it reads, so nothing past the
-/// input), a one-source permutation of each (vpermps) and a blend of each into the run's lanes
-/// (vblendvps). A run is the lanes whose pixels lie within 16 floats of its first pixel: one per
-/// input row a vector touches for a stride of 2 (a vector of 8 touches at most 2 rows of an
-/// output of width 7 or more). Lanes past the last position are zero.
+/// AVX-512 reader. Up to four runs of lanes; a run is the lanes whose pixels lie within 16
+/// floats of its first pixel: one per input row a vector touches for a stride of 2 (a vector of
+/// 8 touches at most 2 rows of an output of width 7 or more). Each run reads a window of 16
+/// floats as two vectors, permutes each (vpermps) and blends them into its lanes (two
+/// vblendvps). The window ends at the run's last pixel (it starts up to 15 floats before its
+/// first pixel, still in the plane): two plain loads, reading nothing past the pixels read. A run
+/// whose last pixel lies within the plane's first 15 floats has no such window: it reads from
+/// its first pixel with two masked loads (vmaskmovps) of only the floats it uses. So the reader
+/// touches only the floats of the plane up to its last pixel. Lanes past the last position are
+/// zero.
 ///
-/// Each run keeps four vectors of 8 int32: `load_lo` and `load_hi`, the vmaskmovps masks (sign
-/// bit set for the floats read) of its two halves, and `take_lo` and `take_hi`, per lane the
-/// float of that half it takes (the low 3 bits, the vpermps index) with the sign bit set where
-/// the lane takes it (the vblendvps mask): one vector serves as both.
+/// `index[r]` is one vector of 8 int32 per run: per lane, the float of the window it takes
+/// (bits 0-3: bits 0-2 are the vpermps index in either half, bit 3 picks the half) and the sign
+/// bit set where the run fills the lane (the vblendvps mask). `load_lo` and `load_hi` are the
+/// vmaskmovps masks of the masked runs.
 struct Conv2dInputVector {
   static constexpr int max_runs = 4;
+  alignas(32) std::int32_t index[max_runs][8] = {};
   alignas(32) std::int32_t load_lo[max_runs][8] = {}, load_hi[max_runs][8] = {};
-  alignas(32) std::int32_t take_lo[max_runs][8] = {}, take_hi[max_runs][8] = {};
   std::int32_t offset[max_runs] = {};
+  bool masked[max_runs] = {};
   int runs = 0;
 
   /// The runs of the pixels at `pixel[0..count)` (ascending offsets in a plane, count <= 8).
@@ -172,19 +177,24 @@ struct Conv2dInputVector {
   bool set(const std::int32_t* pixel, int count) {
     *this = Conv2dInputVector{};
     constexpr std::int32_t sign = std::numeric_limits<std::int32_t>::min();
+    std::int32_t first[max_runs] = {}, last[max_runs] = {};
+    int run_of[8] = {};
     for (int j = 0; j < count; ++j) {
-      if (runs == 0 || pixel[j] >= offset[runs - 1] + 16) {
+      if (runs == 0 || pixel[j] >= first[runs - 1] + 16) {
         if (runs == max_runs) return false;
-        offset[runs++] = pixel[j];
+        first[runs++] = pixel[j];
       }
-      const int r = runs - 1, at = pixel[j] - offset[r];
-      if (at < 8) {
-        load_lo[r][at] = -1;
-        take_lo[r][j] = sign | at;
-      } else {
-        load_hi[r][at - 8] = -1;
-        take_hi[r][j] = sign | (at - 8);
-      }
+      last[runs - 1] = pixel[j];
+      run_of[j] = runs - 1;
+    }
+    for (int r = 0; r < runs; ++r) {
+      masked[r] = last[r] < 15;
+      offset[r] = masked[r] ? first[r] : last[r] - 15;
+    }
+    for (int j = 0; j < count; ++j) {
+      const int r = run_of[j], at = pixel[j] - offset[r];
+      index[r][j] = sign | at;
+      if (masked[r]) (at < 8 ? load_lo[r][at] : load_hi[r][at - 8]) = -1;
     }
     return true;
   }
@@ -194,12 +204,18 @@ struct Conv2dInputVector {
     __m256 v = _mm256_setzero_ps();
     for (int r = 0; r < runs; ++r) {
       const float* p = plane + offset[r];
-      const __m256i tl = _mm256_load_si256(reinterpret_cast<const __m256i*>(take_lo[r]));
-      const __m256i th = _mm256_load_si256(reinterpret_cast<const __m256i*>(take_hi[r]));
-      const __m256 a = _mm256_maskload_ps(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_lo[r])));
-      const __m256 b = _mm256_maskload_ps(p + 8, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_hi[r])));
-      v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(a, tl), _mm256_castsi256_ps(tl));
-      v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(b, th), _mm256_castsi256_ps(th));
+      const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(index[r]));
+      __m256 a, b;
+      if (masked[r]) {
+        a = _mm256_maskload_ps(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_lo[r])));
+        b = _mm256_maskload_ps(p + 8, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_hi[r])));
+      } else {
+        a = _mm256_loadu_ps(p);
+        b = _mm256_loadu_ps(p + 8);
+      }
+      const __m256 from = _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, idx), _mm256_permutevar8x32_ps(b, idx),
+                                           _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+      v = _mm256_blendv_ps(v, from, _mm256_castsi256_ps(idx));
     }
     return v;
   }

@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -498,19 +501,21 @@ TEST_CASE("conv2d: gemm1x1 with packing per_thread reads strided input right in 
   }
 }
 
-#if defined(__AVX512F__)
-TEST_CASE("conv2d: Conv2dInputVector reads the pixels a plain gather reads, in runs of 32 floats") {
+#if defined(__AVX512F__) || defined(__AVX2__)
+TEST_CASE("conv2d: Conv2dInputVector reads the pixels a plain gather reads, in runs of two vectors' floats") {
   // Against element-by-element reads of random ascending pixel offsets (steps of 1 to 40 floats),
-  // for 1 to 16 lanes; set() fails exactly when more than max_runs runs are needed, counted here
-  // independently (a run starts at a pixel 32 floats or more past the run's first pixel).
+  // for 1 to simd_width lanes; set() fails exactly when more than max_runs runs are needed,
+  // counted here independently (a run starts at a pixel 2 simd_width floats or more past the
+  // run's first pixel: 32 with AVX-512, 16 with AVX2).
+  constexpr int W = tunekit::cpu::simd_width, window = 2 * W;
   tunekit::Rng rng(5);
-  std::vector<float> plane(16 * 41 + 64);
+  std::vector<float> plane(W * 41 + 64);
   for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(i) + 0.5f;
-  int read = 0, refused = 0;
+  int read = 0, refused = 0, multi_run = 0;
   for (int trial = 0; trial < 2000; ++trial) {
-    const int count = 1 + static_cast<int>(rng() % 16);
+    const int count = 1 + static_cast<int>(rng() % W);
     const int step_max = 1 + static_cast<int>(rng() % 40);
-    std::int32_t pixel[16];
+    std::int32_t pixel[W];
     std::int32_t at = static_cast<std::int32_t>(rng() % 8);
     for (int j = 0; j < count; ++j) {
       pixel[j] = at;
@@ -518,7 +523,7 @@ TEST_CASE("conv2d: Conv2dInputVector reads the pixels a plain gather reads, in r
     }
     int runs = 0;
     for (int j = 0, first = 0; j < count; ++j)
-      if (j == 0 || pixel[j] >= first + 32) {
+      if (j == 0 || pixel[j] >= first + window) {
         ++runs;
         first = pixel[j];
       }
@@ -530,15 +535,246 @@ TEST_CASE("conv2d: Conv2dInputVector reads the pixels a plain gather reads, in r
       continue;
     }
     ++read;
+    multi_run += runs > 1;
     CHECK(v.runs == runs);
-    float lanes[16];
-    _mm512_storeu_ps(lanes, v.read(plane.data()));
-    for (int j = 0; j < 16; ++j) CHECK(lanes[j] == (j < count ? plane[static_cast<std::size_t>(pixel[j])] : 0.0f));
+    float lanes[W];
+    tunekit::cpu::detail::conv2d_store_read(lanes, v.read(plane.data()));
+    for (int j = 0; j < W; ++j) CHECK(lanes[j] == (j < count ? plane[static_cast<std::size_t>(pixel[j])] : 0.0f));
   }
   CHECK(read > 500);
+  CHECK(multi_run > 200);
   CHECK(refused > 100);
 }
+
+TEST_CASE("conv2d: Conv2dInputVector reads nothing outside its plane up to the last pixel it reads") {
+  // A readable page between two that may not be touched (PROT_NONE). Every vector whose last
+  // pixel is the last float before the upper one reads right (its loads touch no float past that
+  // pixel), and so does every vector whose plane starts at the readable page (none before the
+  // plane: the AVX2 reader's windows end at a run's last pixel and start within the plane).
+  constexpr int W = tunekit::cpu::simd_width;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(map != MAP_FAILED);
+  REQUIRE(mprotect(map, page, PROT_NONE) == 0);
+  REQUIRE(mprotect(static_cast<char*>(map) + 2 * page, page, PROT_NONE) == 0);
+  float* base = reinterpret_cast<float*>(static_cast<char*>(map) + page);
+  const std::size_t floats = page / sizeof(float);
+  for (std::size_t i = 0; i < floats; ++i) base[i] = static_cast<float>(i) + 0.5f;
+  const float* end = base + floats;
+  int checked = 0;
+  for (bool at_end : {true, false})
+    for (int stride : {1, 2, 3, 5, 9})
+      for (int start : {0, 1, 7, 14, 15, 16, 30})
+        for (int count = 1; count <= W; ++count) {
+          CAPTURE(at_end);
+          CAPTURE(stride);
+          CAPTURE(start);
+          CAPTURE(count);
+          // count pixels `stride` apart from `start` (offsets from `plane`); at_end: the last one
+          // is the readable page's last float, else the plane is the page's first float.
+          const int span = start + (count - 1) * stride;
+          const float* plane = at_end ? end - span - 1 : base;
+          std::int32_t pixel[W];
+          for (int j = 0; j < count; ++j) pixel[j] = start + j * stride;
+          tunekit::cpu::detail::Conv2dInputVector v;
+          if (!v.set(pixel, count)) continue;
+          float lanes[W];
+          tunekit::cpu::detail::conv2d_store_read(lanes, v.read(plane));
+          for (int j = 0; j < W; ++j) CHECK(lanes[j] == (j < count ? plane[pixel[j]] : 0.0f));
+          ++checked;
+        }
+  CHECK(checked >= 2 * 5 * 7 * W);
+  munmap(map, 3 * page);
+}
 #endif
+
+TEST_CASE("conv2d: the space offers the tiles and block ranges of the target's vector registers") {
+  namespace cpu = tunekit::cpu;
+  // The register rule (shape.hpp): accumulators + loaded vectors + 1 broadcast <= registers.
+  const auto values = cpu::conv2d_tile_knob_values();
+  if (cpu::vector_registers >= 32) {  // AVX-512: every width, blocks of up to 8 tiles
+    CHECK(values == std::vector<std::int64_t>(cpu::conv2d_tile_widths.begin(), cpu::conv2d_tile_widths.end()));
+    CHECK(cpu::conv2d_gemm_rows == std::array<int, 7>{4, 6, 8, 12, 14, 16, 28});
+    CHECK(cpu::conv2d_max_block_tiles == 8);
+    CHECK(cpu::is_conv2d_gemm_tile(28, 1));
+    CHECK(cpu::is_conv2d_gemm_tile(14, 2));
+    CHECK(cpu::is_conv2d_gemm_tile(6, 4));
+  } else {  // AVX2 (and the 16 registers of SSE2): widths up to 14, blocks of up to 16 tiles
+    CHECK(values == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14});
+    CHECK(cpu::conv2d_gemm_rows == std::array<int, 7>{4, 5, 6, 8, 10, 12, 14});
+    CHECK(cpu::conv2d_max_block_tiles == 16);
+    for (auto [rows, vectors] : {std::pair{14, 1}, {10, 1}, {6, 2}, {5, 2}, {4, 3}}) {
+      CAPTURE(rows);
+      CAPTURE(vectors);
+      CHECK(cpu::is_conv2d_gemm_tile(rows, vectors));
+      CHECK(rows * vectors + vectors + 1 <= 16);
+    }
+    for (auto [rows, vectors] : {std::pair{16, 1}, {8, 2}, {5, 3}, {4, 4}}) {
+      CAPTURE(rows);
+      CAPTURE(vectors);
+      CHECK_FALSE(cpu::is_conv2d_gemm_tile(rows, vectors));  // 17 to 21 registers: they would spill
+    }
+  }
+  for (auto w : values) {  // every value takes part in a tile that fits
+    bool fits = false;
+    for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v)
+      fits = fits || cpu::conv2d_tile_registers(static_cast<int>(w), v) <= cpu::vector_registers ||
+             cpu::is_conv2d_gemm_tile(static_cast<int>(w), v);
+    CHECK(fits);
+  }
+  // Drawn configs of a 1x1 layer and a 3x3 layer: every tile fits, blocks reach the largest size.
+  for (const char* layer : {"resnet18.C3", "resnet18.C12"}) {
+    CAPTURE(layer);
+    const auto space = cpu::conv2d_space(cpu::resnet18_conv2d_task(layer).shape);
+    tunekit::Rng rng(17);
+    int largest_block = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const auto p = cpu::conv2d_params(space, space.sample(rng));
+      if (p.layout == cpu::Conv2dLayout::gemm1x1)
+        CHECK(p.oc_rows * p.p_vectors + p.p_vectors + 1 <= cpu::vector_registers);
+      else
+        CHECK(cpu::conv2d_tile_registers(p.ow_tile, p.oc_vectors) <= cpu::vector_registers);
+      CHECK(p.oc_tiles <= cpu::conv2d_max_block_tiles);
+      CHECK(p.ow_tiles <= cpu::conv2d_max_block_tiles);
+      largest_block = std::max({largest_block, p.oc_tiles, p.ow_tiles});
+    }
+    CHECK(largest_block == cpu::conv2d_max_block_tiles);
+  }
+}
+
+TEST_CASE("conv2d: every tile the space offers, in the largest blocks, matches the reference") {
+  // The tiles of this target (with AVX2 the gemm1x1 rows 5 and 10 and 16 tiles per block too),
+  // each in blocks of conv2d_max_block_tiles x conv2d_max_block_tiles tiles (and of 1 x 1): the
+  // direct layouts on a padded 3x3 shape, gemm1x1 on a 1x1 shape with stride 1 and stride 2
+  // (packing shared and per_thread), channels and positions no multiple of any tile.
+  namespace cpu = tunekit::cpu;
+  const int B = cpu::conv2d_max_block_tiles;
+  const Conv2dShape direct{.batch = 1, .height = 9, .width = 23, .in_channels = 5, .out_channels = 150,
+                           .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  const Conv2dShape unit{.batch = 2, .height = 7, .width = 13, .in_channels = 11, .out_channels = 150,
+                         .kernel_h = 1, .kernel_w = 1};
+  const Conv2dShape strided{.batch = 1, .height = 15, .width = 29, .in_channels = 11, .out_channels = 150,
+                            .kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2};
+  int plans = 0;
+  for (const auto& shape : {direct, unit, strided}) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 29});
+    std::vector<double> ref, bound;
+    cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    cpu::AlignedBuffer out(shape.output_size());
+    const bool gemm = shape.kernel_h == 1;
+    for (auto w : cpu::conv2d_tile_knob_values())
+      for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v)
+        for (int tiles : {1, B})
+          for (int variant = 0; variant < 2; ++variant) {
+            const int t = static_cast<int>(w);
+            cpu::Conv2dParams params;
+            if (gemm) {
+              if (!cpu::is_conv2d_gemm_tile(t, v)) continue;
+              params.layout = cpu::Conv2dLayout::gemm1x1;
+              params.in_cblock = 1;
+              params.oc_rows = t;
+              params.p_vectors = v;
+              const bool unit_stride = shape.stride_h == 1;
+              if (variant == 1 && unit_stride) continue;  // stride 1 reads in place: shared only
+              params.packing = variant == 1 ? cpu::Conv2dPacking::per_thread : cpu::Conv2dPacking::shared;
+            } else {
+              if (!cpu::is_conv2d_tile(t, v) || cpu::conv2d_tile_registers(t, v) > cpu::vector_registers) continue;
+              params.layout = variant == 0 ? cpu::Conv2dLayout::nchw : cpu::Conv2dLayout::nchwc;
+              params.in_cblock = variant == 0 ? 1 : 4;
+              params.ow_tile = t;
+              params.oc_vectors = v;
+            }
+            CAPTURE(t);
+            CAPTURE(v);
+            CAPTURE(tiles);
+            CAPTURE(variant);
+            params.oc_tiles = tiles;
+            params.ow_tiles = tiles;
+            params.ic_block = 4;  // three chunks of input channels: 4 + 4 + 3 (or 4 + 1)
+            params.parallel = tiles == 1 ? cpu::Conv2dParallel::oc_oh : cpu::Conv2dParallel::oc;
+            cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+            std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+            plan(k.input(), out.data());
+            CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+            ++plans;
+          }
+  }
+  CHECK(plans >= 40);
+}
+
+TEST_CASE("conv2d: gemm1x1 gathers strided input in its first tile with AVX-512 and AVX2, else copies it") {
+  // Conv2dGemm1x1Plan::gathers(): packing per_thread with a stride other than 1 gathers each
+  // block's copy in its first output-channel tile where the target has the reader (AVX-512,
+  // AVX2), as long as every vector of positions needs at most four runs of lanes (a stride of 17
+  // puts every lane in a run of its own: the copy loop); shared packing and stride 1 never do.
+  // Each plan's output matches the reference.
+  namespace cpu = tunekit::cpu;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  constexpr bool reader = true;
+#else
+  constexpr bool reader = false;
+#endif
+  struct Case {
+    Conv2dShape shape;
+    cpu::Conv2dPacking packing;
+    bool gathers;
+  };
+  const Conv2dShape c5_like{.batch = 2, .height = 56, .width = 56, .in_channels = 7, .out_channels = 21,
+                            .kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2};
+  const Conv2dShape c11_like{.batch = 1, .height = 14, .width = 14, .in_channels = 19, .out_channels = 13,
+                             .kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2};
+  const Conv2dShape wide_stride{.batch = 1, .height = 3, .width = 150, .in_channels = 5, .out_channels = 9,
+                                .kernel_h = 1, .kernel_w = 1, .stride_h = 1, .stride_w = 17};
+  const Conv2dShape unit{.batch = 1, .height = 9, .width = 9, .in_channels = 5, .out_channels = 9,
+                         .kernel_h = 1, .kernel_w = 1};
+  const std::vector<Case> cases{
+      {c5_like, cpu::Conv2dPacking::per_thread, reader},   {c11_like, cpu::Conv2dPacking::per_thread, reader},
+      {c5_like, cpu::Conv2dPacking::shared, false},        {wide_stride, cpu::Conv2dPacking::per_thread, false},
+      {unit, cpu::Conv2dPacking::shared, false},
+  };
+  // With 16 registers the tiles whose gather kernel would spill copy with the copy loop instead.
+  if (cpu::vector_registers < 32) {
+    for (auto [rows, vectors] : {std::pair{10, 1}, {5, 2}, {4, 2}}) CHECK(cpu::detail::conv2d_gather_fits(rows, vectors));
+    for (auto [rows, vectors] : {std::pair{12, 1}, {14, 1}, {6, 2}, {4, 3}})
+      CHECK_FALSE(cpu::detail::conv2d_gather_fits(rows, vectors));
+  } else {
+    for (int rows : cpu::conv2d_gemm_rows)
+      for (int vectors = 1; vectors <= cpu::conv2d_max_oc_vectors; ++vectors)
+        CHECK(cpu::detail::conv2d_gather_fits(rows, vectors));
+  }
+  int tiles_gathering = 0;
+  for (const auto& [shape, packing, gathers] : cases) {
+    CAPTURE(shape.to_string());
+    CAPTURE(static_cast<int>(packing));
+    Conv2dKernel k(shape, {.threads = 2, .seed = 31});
+    std::vector<double> ref, bound;
+    cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    cpu::AlignedBuffer out(shape.output_size());
+    for (int rows : cpu::conv2d_gemm_rows)
+      for (int vectors = 1; vectors <= cpu::conv2d_max_oc_vectors; ++vectors) {
+        if (!cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
+        CAPTURE(rows);
+        CAPTURE(vectors);
+        cpu::Conv2dParams params;
+        params.layout = cpu::Conv2dLayout::gemm1x1;
+        params.in_cblock = 1;
+        params.packing = packing;
+        params.oc_rows = rows;
+        params.p_vectors = vectors;
+        params.oc_tiles = 2;
+        params.ow_tiles = 2;
+        params.ic_block = 8;
+        cpu::Conv2dGemm1x1Plan plan(shape, params, k.weights(), 2);
+        CHECK(plan.gathers() == (gathers && cpu::detail::conv2d_gather_fits(rows, vectors)));
+        tiles_gathering += plan.gathers();
+        std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+        plan(k.input(), out.data());
+        CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+      }
+  }
+  CHECK((tiles_gathering >= 8) == reader);  // 2 shapes x at least 4 tiles (AVX2: 4, 5, 6, 8, 10 rows; 4 x 2, 5 x 2)
+}
 
 TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
   auto gemm_configs = [](const Conv2dShape& shape) {
@@ -570,6 +806,6 @@ TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
   std::vector<float> w(4 * 4 * 9, 1.0f);
   CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dPlan(padded, p, w.data(), 1), doctest::Contains("1x1 kernel"),
                        std::invalid_argument);
-  p.oc_rows = 5;  // no such tile
+  p.oc_rows = 7;  // no such tile on any target
   CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("gemm1x1 tile"), std::invalid_argument);
 }

@@ -74,11 +74,30 @@ class Conv2dPlan {
   Plan plan_;
 };
 
+/// The values of the ow_tile knob: the widths of conv2d_tile_widths that are part of a tile that
+/// fits the target's vector registers (a direct tile of that many positions or a gemm1x1 tile of
+/// that many output channels, for some oc_vectors; see the register rule at vector_registers).
+/// With 32 registers every width; with 16 (AVX2) the widths up to 14.
+inline std::vector<std::int64_t> conv2d_tile_knob_values() {
+  std::vector<std::int64_t> values;
+  for (int w : conv2d_tile_widths)
+    for (int v = 1; v <= conv2d_max_oc_vectors; ++v)
+      if ((is_conv2d_tile(w, v) && conv2d_tile_registers(w, v) <= vector_registers) || is_conv2d_gemm_tile(w, v)) {
+        values.push_back(w);
+        break;
+      }
+  return values;
+}
+
 /// The search space of the convolution on one shape: layout, input channel block and packing, the
 /// register tile (ow_tile output positions x oc_vectors vectors of output channels; transposed
 /// for gemm1x1: ow_tile output channels x oc_vectors vectors of output positions), the blocks
 /// of output channels, positions and rows, the input-channel chunk, the reduction order, the
-/// loop order, the parallel loop and its schedule. Constraints:
+/// loop order, the parallel loop and its schedule. The knobs' ranges follow the target (see the
+/// register rule at vector_registers): ow_tile takes only widths of tiles that fit the vector
+/// registers (conv2d_tile_knob_values), and oc_tiles and ow_tiles go up to
+/// conv2d_max_block_tiles (8 with 32 registers, 16 with AVX2's 16, whose tiles are about half as
+/// large). Constraints:
 /// - the tile is instantiated and fits the target's vector registers (for gemm1x1:
 ///   is_conv2d_gemm_tile);
 /// - nchw reads the input in place (in_cblock 1, nothing to pack);
@@ -106,9 +125,9 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add(Knob::power_of_two("in_cblock", std::vector<std::int64_t>{1, 4, 8, 16}));
   s.add(Knob::categorical("packing", {"shared", "per_thread"}));
   s.add(Knob::range("oc_vectors", 1, conv2d_max_oc_vectors));
-  s.add(Knob::ordinal("ow_tile", std::vector<std::int64_t>(conv2d_tile_widths.begin(), conv2d_tile_widths.end())));
-  s.add(Knob::power_of_two("oc_tiles", 1, 8));
-  s.add(Knob::power_of_two("ow_tiles", 1, 8));
+  s.add(Knob::ordinal("ow_tile", conv2d_tile_knob_values()));
+  s.add(Knob::power_of_two("oc_tiles", 1, conv2d_max_block_tiles));
+  s.add(Knob::power_of_two("ow_tiles", 1, conv2d_max_block_tiles));
   s.add(Knob::power_of_two("oh_block", 1, 8));
   s.add(Knob::power_of_two("ic_block", 4, 512));
   s.add(Knob::categorical("reduction", {"ic_kh_kw", "kh_kw_ic"}));

@@ -6,9 +6,10 @@
 /// TUNEKIT_NATIVE) to get the host's widest.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -33,13 +34,29 @@ inline vfloat load(const float* p) noexcept {
 }
 inline void store(float* p, vfloat v) noexcept { std::memcpy(p, &v, sizeof v); }
 
+#if !defined(__AVX512F__) && defined(__AVX__)
+namespace detail {
+/// Eight lanes of ones, then eight of zeros: from entry 8 - n on, the vmaskmovps mask of the
+/// first n lanes.
+alignas(64) inline constexpr std::int32_t first_lanes_mask[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                                   0,  0,  0,  0,  0,  0,  0,  0};
+}  // namespace detail
+#endif
+
 /// The first n <= simd_width floats at p, zero in the other lanes; reads nothing past p + n. With
-/// AVX-512 a masked load; otherwise element by element (a copy into a buffer loaded as a vector
-/// would stall on store forwarding).
+/// AVX-512 and with AVX a masked load (AVX: vmaskmovps, which does not fault on the lanes it
+/// leaves out); otherwise element by element (a copy into a buffer loaded as a vector would stall
+/// on store forwarding).
 inline vfloat load_first(const float* p, std::size_t n) noexcept {
 #if defined(__AVX512F__)
   vfloat v;
   const __m512 m = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p);
+  std::memcpy(&v, &m, sizeof v);
+  return v;
+#elif defined(__AVX__)
+  vfloat v;
+  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(detail::first_lanes_mask + 8 - n));
+  const __m256 m = _mm256_maskload_ps(p, mask);
   std::memcpy(&v, &m, sizeof v);
   return v;
 #else
@@ -49,7 +66,9 @@ inline vfloat load_first(const float* p, std::size_t n) noexcept {
 #endif
 }
 
-/// Stores the first n <= simd_width lanes of v at p; writes nothing past p + n.
+/// Stores the first n <= simd_width lanes of v at p; writes nothing past p + n. With AVX-512 a
+/// masked store; otherwise element by element (AVX's masked store, vmaskmovps to memory, has not
+/// been measured against the few element stores of a row's end).
 inline void store_first(float* p, vfloat v, std::size_t n) noexcept {
 #if defined(__AVX512F__)
   __m512 m;

@@ -14,8 +14,9 @@
 /// read in place (its pixels are contiguous too); with any other stride the pixels read are
 /// packed into a compact copy: with `packing` shared one [n][ic][p] copy made by all threads
 /// first, with per_thread each thread copies the positions of each block it computes. With
-/// AVX-512 that copy is made by the block's first output-channel tile as it computes
-/// (detail::conv2d_gather_kernel: two masked loads and a permutation per run of lanes, see
+/// AVX-512 or AVX2 that copy is made by the block's first output-channel tile as it computes
+/// (detail::conv2d_gather_kernel: per run of lanes two masked loads and a two-source permutation
+/// with AVX-512, two loads, two permutations and two blends with AVX2; see
 /// detail::Conv2dInputVector), so its loads overlap the multiply-adds; otherwise (or where a
 /// vector of positions would need more than four runs) by a copy loop just before the block. The
 /// weights are packed into [oc tile][ic][oc_rows] panels when the configuration is prepared. The
@@ -34,7 +35,7 @@
 
 #include <omp.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -43,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -50,6 +52,20 @@
 
 namespace tunekit::cpu {
 namespace detail {
+
+/// The k-loop unroll of the gemm1x1 micro-kernels: 4 with 32 vector registers; 2 with 16, where
+/// g++ 12 spills accumulators of the 10 x 1, 12 x 1 and 14 x 1 tiles in a loop unrolled 4 times
+/// (it hoists the broadcasts of later steps) and of no AVX2 tile unrolled twice.
+inline constexpr int conv2d_gemm_unroll = vector_registers >= 32 ? 4 : 2;
+
+/// Whether the gather kernel of the gemm1x1 tile (oc_rows, p_vectors) keeps its tile in registers:
+/// with 16 vector registers the tile's registers (the register rule at vector_registers) and 3
+/// for the reader (Conv2dInputVector::read's index, its shifted copy and a loaded half) fit, so
+/// 10 x 1 and 5 x 2 gather while 12 x 1, 14 x 1, 6 x 2 and 4 x 3 (which g++ 12 spills) copy with
+/// the copy loop; with 32 every tile gathers.
+constexpr bool conv2d_gather_fits(int oc_rows, int p_vectors) noexcept {
+  return vector_registers >= 32 || oc_rows * p_vectors + p_vectors + 1 + 3 <= vector_registers;
+}
 
 /// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions
 /// - 1 (the last tile of a row of positions may have fewer vectors than the others); null
@@ -60,7 +76,7 @@ constexpr std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_row_kernels
   [&]<std::size_t... V>(std::index_sequence<V...>) {
     ((k[V] = [] {
        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
-         return &micro_kernel<MR, static_cast<int>(V) + 1, 4, true>;
+         return &micro_kernel<MR, static_cast<int>(V) + 1, conv2d_gemm_unroll, true>;
        else
          return MicroKernel{nullptr};
      }()),
@@ -130,6 +146,90 @@ struct Conv2dInputVector {
   }
 };
 
+#elif defined(__AVX2__)
+/// How a vector of output positions of the gemm1x1 layout reads its simd_width (8) input pixels
+/// from one input plane when the stride is not 1, with AVX2: the 8-lane counterpart of the
+/// AVX-512 reader. Up to four runs of lanes; a run is the lanes whose pixels lie within 16
+/// floats of its first pixel: one per input row a vector touches for a stride of 2 (a vector of
+/// 8 touches at most 2 rows of an output of width 7 or more). Each run reads a window of 16
+/// floats as two vectors, permutes each (vpermps) and blends them into its lanes (two
+/// vblendvps). The window ends at the run's last pixel (it starts up to 15 floats before its
+/// first pixel, still in the plane): two plain loads, reading nothing past the pixels read. A run
+/// whose last pixel lies within the plane's first 15 floats has no such window: it reads from
+/// its first pixel with two masked loads (vmaskmovps) of only the floats it uses. So the reader
+/// touches only the floats of the plane up to its last pixel. Lanes past the last position are
+/// zero.
+///
+/// `index[r]` is one vector of 8 int32 per run: per lane, the float of the window it takes
+/// (bits 0-3: bits 0-2 are the vpermps index in either half, bit 3 picks the half) and the sign
+/// bit set where the run fills the lane (the vblendvps mask). `load_lo` and `load_hi` are the
+/// vmaskmovps masks of the masked runs.
+struct Conv2dInputVector {
+  static constexpr int max_runs = 4;
+  alignas(32) std::int32_t index[max_runs][8] = {};
+  alignas(32) std::int32_t load_lo[max_runs][8] = {}, load_hi[max_runs][8] = {};
+  std::int32_t offset[max_runs] = {};
+  bool masked[max_runs] = {};
+  int runs = 0;
+
+  /// The runs of the pixels at `pixel[0..count)` (ascending offsets in a plane, count <= 8).
+  /// Returns false when they need more than max_runs runs.
+  bool set(const std::int32_t* pixel, int count) {
+    *this = Conv2dInputVector{};
+    constexpr std::int32_t sign = std::numeric_limits<std::int32_t>::min();
+    std::int32_t first[max_runs] = {}, last[max_runs] = {};
+    int run_of[8] = {};
+    for (int j = 0; j < count; ++j) {
+      if (runs == 0 || pixel[j] >= first[runs - 1] + 16) {
+        if (runs == max_runs) return false;
+        first[runs++] = pixel[j];
+      }
+      last[runs - 1] = pixel[j];
+      run_of[j] = runs - 1;
+    }
+    for (int r = 0; r < runs; ++r) {
+      masked[r] = last[r] < 15;
+      offset[r] = masked[r] ? first[r] : last[r] - 15;
+    }
+    for (int j = 0; j < count; ++j) {
+      const int r = run_of[j], at = pixel[j] - offset[r];
+      index[r][j] = sign | at;
+      if (masked[r]) (at < 8 ? load_lo[r][at] : load_hi[r][at - 8]) = -1;
+    }
+    return true;
+  }
+
+  /// The vector's pixels of the plane at `plane`.
+  __m256 read(const float* plane) const {
+    __m256 v = _mm256_setzero_ps();
+    for (int r = 0; r < runs; ++r) {
+      const float* p = plane + offset[r];
+      const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(index[r]));
+      __m256 a, b;
+      if (masked[r]) {
+        a = _mm256_maskload_ps(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_lo[r])));
+        b = _mm256_maskload_ps(p + 8, _mm256_load_si256(reinterpret_cast<const __m256i*>(load_hi[r])));
+      } else {
+        a = _mm256_loadu_ps(p);
+        b = _mm256_loadu_ps(p + 8);
+      }
+      const __m256 from = _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, idx), _mm256_permutevar8x32_ps(b, idx),
+                                           _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+      v = _mm256_blendv_ps(v, from, _mm256_castsi256_ps(idx));
+    }
+    return v;
+  }
+};
+#endif
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+/// Stores a vector that Conv2dInputVector::read returned.
+#if defined(__AVX512F__)
+inline void conv2d_store_read(float* p, __m512 v) noexcept { _mm512_storeu_ps(p, v); }
+#else
+inline void conv2d_store_read(float* p, __m256 v) noexcept { _mm256_storeu_ps(p, v); }
+#endif
+
 /// The gemm1x1 micro-kernel of the first output-channel tile of a block when the input is
 /// strided: it reads its NV vectors of positions straight from the NCHW input (`in[v]`, from
 /// `src`, `src_rs` floats from one input channel to the next), stores each into the block's
@@ -151,8 +251,8 @@ void conv2d_gather_kernel(std::size_t kc, const float* a, const float* src, std:
     vfloat bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const __m512 g = in[v].read(src + k * src_rs);
-      _mm512_storeu_ps(copy + k * copy_rs + v * W, g);
+      const auto g = in[v].read(src + k * src_rs);
+      conv2d_store_read(copy + k * copy_rs + v * W, g);
       std::memcpy(&bv[v], &g, sizeof g);
     }
 #pragma GCC unroll 16
@@ -181,7 +281,7 @@ inline std::array<Conv2dGatherKernel, conv2d_max_oc_vectors> conv2d_gather_kerne
     return std::array{[]<std::size_t... V>(std::index_sequence<V...>) {
       constexpr int MR = conv2d_gemm_rows[I];
       return std::array<Conv2dGatherKernel, conv2d_max_oc_vectors>{[] {
-        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
+        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1) && conv2d_gather_fits(MR, static_cast<int>(V) + 1))
           return &conv2d_gather_kernel<MR, static_cast<int>(V) + 1>;
         else
           return Conv2dGatherKernel{nullptr};
@@ -253,11 +353,11 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       offset_.resize(IC);
       for (std::size_t c = 0; c < IC; ++c) offset_[c] = static_cast<std::int32_t>(c * row_stride);
     }
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
     // Copies per block: each block's first output-channel tile reads its vectors of positions
     // straight from the input and leaves them in the copy (detail::conv2d_gather_kernel), each
     // vector as input_vectors_ says (pixel offsets from the image's plane of input channel 0).
-    if (per_block_) {
+    if (per_block_ && detail::conv2d_gather_fits(p_.oc_rows, p_.p_vectors)) {
       gather_ = true;
       input_vectors_.resize(ppad_ / simd_width);
       for (std::size_t q = 0; q < input_vectors_.size(); ++q) {
@@ -278,6 +378,12 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
     std::fill(scratch_.data(), scratch_.data() + scratch_.size(), 0.0f);
   }
+
+  /// Whether each block's copy of strided input is gathered by its first output-channel tile
+  /// (detail::conv2d_gather_kernel: AVX-512 or AVX2, packing per_thread, a stride other than 1,
+  /// a tile that detail::conv2d_gather_fits, every vector of positions within
+  /// Conv2dInputVector::max_runs runs) rather than by the copy loop.
+  bool gathers() const noexcept { return gather_; }
 
   /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.
   void operator()(const float* input, float* output) {
@@ -426,7 +532,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       [[maybe_unused]] float* b_copy = fill ? scratch + block_copy_at_ + c0 * row_stride + (p0 - first) : nullptr;
       if (tail_ && cols % simd_width != 0) {  // the partial vector: positions x channel vectors
         const std::size_t whole = cols / simd_width * simd_width, r = cols - whole;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
         if (fill) gather_copy(fill_from, c0, depth, p0 + whole, b_copy + whole, row_stride);
 #endif
         tail_(b + whole, offset_.data(), a, depth, 1, rest, false);
@@ -449,7 +555,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
       float* target = whole_tile ? c : tile;
       const std::size_t ldc = whole_tile ? P : nr_;
       const bool add = whole_tile && accumulate;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
       if (fill)
         gather_kernels_[vectors - 1](depth, a, fill_from + c0 * s_.height * s_.width, s_.height * s_.width,
                                      input_vectors_.data() + p0 / simd_width, b_copy, b_rs, target, ldc, add);
@@ -472,14 +578,14 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
                                  });
   }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   // Gathers the vector of positions from p (a multiple of simd_width) of input channels c0 to
   // c0 + depth of image `from` into d, rows row_stride apart (zero past the last position).
   void gather_copy(const float* from, std::size_t c0, std::size_t depth, std::size_t p, float* d,
                    std::size_t row_stride) const {
     const std::size_t plane = s_.height * s_.width;
     const detail::Conv2dInputVector& in = input_vectors_[p / simd_width];
-    for (std::size_t c = 0; c < depth; ++c) _mm512_storeu_ps(d + c * row_stride, in.read(from + (c0 + c) * plane));
+    for (std::size_t c = 0; c < depth; ++c) detail::conv2d_store_read(d + c * row_stride, in.read(from + (c0 + c) * plane));
   }
 #endif
 
@@ -497,11 +603,11 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
   // it computes (block_width_ = ow_tiles x nr positions) into its scratch at block_copy_at_.
   bool per_block_ = false;
   std::size_t block_width_ = 0, block_copy_at_ = 0;
-  // With AVX-512, the copy of a block is read by the block's first output-channel tile
+  // With AVX-512 or AVX2, the copy of a block is read by the block's first output-channel tile
   // (gather_kernels_, by vectors - 1) as it computes, each vector of positions of an image as
   // input_vectors_ says (where every vector takes at most Conv2dInputVector::max_runs runs).
   bool gather_ = false;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   std::array<detail::Conv2dGatherKernel, conv2d_max_oc_vectors> gather_kernels_{};
   std::vector<detail::Conv2dInputVector> input_vectors_;
 #endif

@@ -122,17 +122,32 @@ enum class Conv2dParallel {
   oh_oc   ///< both, collapsed, output-row blocks outer
 };
 
-/// The output widths of the instantiated inner kernels; each is instantiated for 1 to
-/// `conv2d_max_oc_vectors` vectors of output channels where the tile fits 32 vector registers.
-inline constexpr std::array<int, 14> conv2d_tile_widths{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 28};
-inline constexpr int conv2d_max_oc_vectors = 4;
-
-/// Vector registers of the target: 32 with AVX-512 and on aarch64, 16 otherwise.
+/// Vector registers of the target: 32 with AVX-512 and on aarch64, 16 otherwise (AVX2, AVX,
+/// SSE2).
 #if defined(__AVX512F__) || defined(__aarch64__)
 inline constexpr int vector_registers = 32;
 #else
 inline constexpr int vector_registers = 16;
 #endif
+
+/// The register rule of the conv2d's tiles, on every target: a tile fits when its accumulators,
+/// the vectors it loads per reduction step and one register for the scalar it broadcasts fit the
+/// vector registers without spilling,
+///   accumulators + loaded vectors + 1 <= vector_registers.
+/// The direct layouts' tile of P positions x V vectors of output channels loads V weight vectors
+/// and broadcasts one input value (P V + V + 1); the gemm1x1 tile of R output channels x V
+/// vectors of positions loads V input vectors and broadcasts one weight (R V + V + 1). AVX-512
+/// could take the broadcast from memory inside the multiply-add; AVX2 (vbroadcastss) cannot, so
+/// the register is counted everywhere. With AVX2's 16 registers the largest tiles are 14 x 1,
+/// 6 x 2, 4 x 3 and 2 x 4; with 32: 28 x 1, 14 x 2, 9 x 3 and 6 x 4 (gemm1x1: the row counts of
+/// conv2d_gemm_rows within those). conv2d_space offers only the tiles that fit the target, and
+/// only the knob values that take part in one.
+///
+/// The output widths of the instantiated inner kernels; each is instantiated for 1 to
+/// `conv2d_max_oc_vectors` vectors of output channels where the tile fits 32 vector registers
+/// (on a 16-register target too: Conv2dParams may name them; the search space does not).
+inline constexpr std::array<int, 14> conv2d_tile_widths{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 28};
+inline constexpr int conv2d_max_oc_vectors = 4;
 
 /// Registers an inner-kernel tile needs: its accumulators, a vector of weights per output-channel
 /// vector and one broadcast input value.
@@ -152,7 +167,11 @@ constexpr bool is_conv2d_tile(int ow_tile, int oc_vectors) noexcept {
 /// The output channels per register tile of the gemm1x1 layout (the rows its micro-kernel
 /// broadcasts); each with 1 to conv2d_max_oc_vectors vectors of output positions where the tile
 /// fits the target's vector registers. Fewer than 4 rows load more input than they compute with.
-inline constexpr std::array<int, 7> conv2d_gemm_rows{4, 6, 8, 12, 14, 16, 28};
+/// With 32 registers up to 28 rows (28 x 1, 14 x 2, 8 x 3, 6 x 4); with 16 (AVX2) up to 14
+/// (14 x 1, 6 x 2, 4 x 3), and also 5 and 10, which the 32-register list lacks: 5 x 2 and 10 x 1
+/// lie between 4 x 2 and 6 x 2, 8 x 1 and 12 x 1.
+inline constexpr std::array<int, 7> conv2d_gemm_rows =
+    vector_registers >= 32 ? std::array<int, 7>{4, 6, 8, 12, 14, 16, 28} : std::array<int, 7>{4, 5, 6, 8, 10, 12, 14};
 
 /// Whether (oc_rows, p_vectors) is a register tile of the gemm1x1 layout: its accumulators, its
 /// vectors of input and one broadcast weight fit the vector registers.
@@ -163,6 +182,12 @@ constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
     if (r == oc_rows) return true;
   return false;
 }
+
+/// The most tiles per block of work along each of its two axes (the oc_tiles and ow_tiles knobs):
+/// 8 with 32 vector registers, 16 with 16, whose tiles hold about half the channels or
+/// positions (the 32-register gemm1x1 tiles up to 28 channels or 4 x 16 positions, the
+/// 16-register ones up to 14 channels or 3 x 8 positions), so that blocks span the same sizes.
+inline constexpr int conv2d_max_block_tiles = vector_registers >= 32 ? 8 : 16;
 
 /// One configuration of the convolution; conv2d_params() decodes a config of conv2d_space().
 struct Conv2dParams {

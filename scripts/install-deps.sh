@@ -17,6 +17,7 @@ packages=(
   libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
   libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution
   ocl-icd-opencl-dev              # oneDNN's CMake package requires OpenCL (its GPU runtime)
+  libopenmpi-dev openmpi-bin      # the MPI measurement farm (tunekit::mpi, optional; docs/farm.md)
 )
 if [[ $only -eq 1 ]]; then packages=("$@"); else packages+=("$@"); fi
 missing=()

@@ -542,15 +542,6 @@ class Tuner {
     return TrialResult::told;
   }
 
-  /// tell, then the callbacks' on_measured: the end of every trial.
-  template <class... Callbacks>
-  TrialResult told(const Config& c, Measurement m, const TrialLoop& loop, bool replayed, Callbacks&... callbacks) {
-    const Trial& t = tell(c, std::move(m));
-    [[maybe_unused]] const TuningState s = state(loop, replayed);
-    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
-    return stop ? TrialResult::stop : TrialResult::told;
-  }
-
   /// What callbacks see of this tuner in the run `loop` drives; `replayed`: the trial just told
   /// came from the records of an exact resume.
   TuningState state(const TrialLoop& loop, bool replayed = false) const {
@@ -590,6 +581,15 @@ class Tuner {
   }
 
  private:
+  // tell, then the callbacks' on_measured: the end of every trial.
+  template <class... Callbacks>
+  TrialResult told(const Config& c, Measurement m, const TrialLoop& loop, bool replayed, Callbacks&... callbacks) {
+    const Trial& t = tell(c, std::move(m));
+    [[maybe_unused]] const TuningState s = state(loop, replayed);
+    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+    return stop ? TrialResult::stop : TrialResult::told;
+  }
+
   double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
 
   // The surrogate's target: throughput relative to the best measured (AutoTVM normalises its

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tunekit-replay serially and on a farm with the same arguments and checks that both make
-# the same trials: --out's columns but the tuning clock (seed, trial, config, status, time_ms,
-# best_time_ms, measure_seconds, score) must be identical.
+# the same trials: --out's columns but the tuning clock (single task: seed, trial, config, status,
+# time_ms, best_time_ms, measure_seconds, score; multi-task: every column) must be identical.
 #   compare_replay.sh WORK_DIR REPLAY "LAUNCHER..." ARGS...
 # LAUNCHER: the farm run's prefix ("mpirun -np 3 ...") or "" ; ARGS: tunekit-replay's arguments
 # for both runs, then "--" and the farm run's extra arguments (--workers 3).
@@ -17,8 +17,11 @@ mkdir -p "$work"
 # shellcheck disable=SC2086
 $launcher "$replay" "${common[@]}" "${extra[@]}" --quiet --out "$work/farm.csv" > "$work/farm.txt" 2>&1 || {
   echo "the farm run failed:"; cat "$work/farm.txt"; exit 1; }
-cut -d, -f1-6,8,9 "$work/serial.csv" > "$work/serial.cut"
-cut -d, -f1-6,8,9 "$work/farm.csv" > "$work/farm.cut"
+# The single-task --out: all but column 7, the tuning clock (search time is wall time). The
+# multi-task --out (seed, trial, slot, task, simulated seconds, objective) is simulated throughout.
+if head -1 "$work/serial.csv" | grep -q '^seed,trial,slot,'; then cols=1-; else cols=1-6,8,9; fi
+cut -d, -f"$cols" "$work/serial.csv" > "$work/serial.cut"
+cut -d, -f"$cols" "$work/farm.csv" > "$work/farm.cut"
 rows=$(($(wc -l < "$work/serial.cut") - 1))
 [[ $rows -gt 0 ]] || { echo "the serial run made no trials"; exit 1; }
 if cmp -s "$work/serial.cut" "$work/farm.cut"; then

@@ -183,7 +183,7 @@ class LocalFarm {
         queue_.pop_front();
         if (!send_frame(w.fd, detail::FarmCodec::encode_job(j, jobs[j]))) {
           queue_.push_front(j);  // it was dead before it got the job
-          lost(w, "died", results, deaths);
+          lost(w, true, results, deaths);
           continue;
         }
         w.job = static_cast<long long>(j);
@@ -374,7 +374,7 @@ class LocalFarm {
       const ssize_t got = ::read(w.fd, chunk, sizeof chunk);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
-        lost(w, "died", results, deaths, cancelled);
+        lost(w, true, results, deaths, cancelled);
         continue;
       }
       w.buffer.append(chunk, static_cast<std::size_t>(got));
@@ -397,7 +397,7 @@ class LocalFarm {
           results[j] = std::move(m);
         }
         w.job = -1;
-        lost(w, std::nullopt, results, deaths, cancelled);
+        lost(w, false, results, deaths, cancelled);
       }
     }
   }
@@ -440,9 +440,9 @@ class LocalFarm {
     }
   }
 
-  // A worker is gone (`why`: it died, nullopt: killed by the farm): reaps it, puts its job back
-  // in the queue or records it as failed, and restarts it while restarts are left.
-  void lost(Worker& w, std::optional<std::string> why, std::vector<std::optional<Measurement>>& results,
+  // A worker is gone (`died`; else killed by the farm): reaps it, puts its job back in the queue
+  // or records it as failed, and restarts it while restarts are left.
+  void lost(Worker& w, bool died, std::vector<std::optional<Measurement>>& results,
             std::vector<std::size_t>& deaths, bool cancelled = false) {
     ::kill(w.pid, SIGKILL);  // closed its socket: make sure it is gone
     int status = 0;
@@ -454,9 +454,9 @@ class LocalFarm {
     const std::string& name = options_.devices[w.device].name;
     const std::string how = WIFSIGNALED(status) ? "killed by " + detail::describe_signal(WTERMSIG(status))
                                                 : "exited with code " + std::to_string(WEXITSTATUS(status));
-    if (why && w.job < 0 && warnings_)
+    if (died && w.job < 0 && warnings_)
       *warnings_ << "tunekit: warning: farm worker " << name << " " << how << " while idle\n";
-    if (why && w.job >= 0) {
+    if (died && w.job >= 0) {
       const auto j = static_cast<std::size_t>(w.job);
       if (!cancelled) {
         ++deaths[j];

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
@@ -227,6 +228,53 @@ TEST_CASE("local farm: a worker whose kernel hangs is timed out and the run goes
     }
   }
   CHECK(farm.restarts() == 1);
+}
+
+namespace {
+// A replay kernel whose runs of one config crash the process (abort) and of another hang.
+struct FaultyReplay {
+  const tunekit::ReplayKernel* inner;
+  std::uint64_t crash_index, hang_index;
+  const tunekit::SearchSpace& space() const { return inner->space(); }
+  double flop() const { return inner->flop(); }
+  std::string name() const { return inner->name(); }
+  tunekit::RunResult prepare(const tunekit::Config& c) const { return inner->prepare(c); }
+  tunekit::RunResult run(const tunekit::Config& c, std::size_t runs, tunekit::Rng& rng) const {
+    const auto i = inner->space().to_index(c);
+    if (i == crash_index) std::abort();
+    if (i == hang_index) std::this_thread::sleep_for(std::chrono::seconds(60));
+    return inner->run(c, runs, rng);
+  }
+};
+}  // namespace
+
+TEST_CASE("local farm: with Isolated in the workers a crashing and a hanging config are recorded, no worker dies") {
+  const auto replay = gemm();
+  using IsolatedRandom = tunekit::WithEvaluator<tunekit::RandomSearchTuner, tunekit::Isolated<tunekit::Deterministic>>;
+  const tunekit::TunerOptions options{.budget = {.trials = 24}, .plan_size = 8};
+  const IsolatedRandom::Parts parts{.evaluator = tunekit::Isolated<tunekit::Deterministic>(tunekit::Deterministic(), {.timeout_seconds = 1.0})};
+  IsolatedRandom serial(replay.space(), options, parts);
+  tunekit::Rng rng(9);
+  tunekit::ReplayKernel plain = replay;
+  serial.tune(plain, rng);
+  FaultyReplay kernel{&replay, serial.history()[3].index, serial.history()[10].index};
+
+  std::ostringstream warnings;
+  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(3)}, &warnings);
+  IsolatedRandom parallel(replay.space(), options, parts);
+  tunekit::Rng prng(9);
+  const auto result = parallel.tune(kernel, farm, prng);
+  CHECK(result.trials == 24);
+  REQUIRE(parallel.history().size() == 24);
+  CHECK(parallel.history()[3].measurement.status == tunekit::Status::runtime_error);
+  CHECK(parallel.history()[3].measurement.error.find("signal") != std::string::npos);
+  CHECK(parallel.history()[10].measurement.status == tunekit::Status::timeout);
+  for (std::size_t i = 0; i < 24; ++i) {
+    CHECK(parallel.history()[i].config == serial.history()[i].config);
+    if (i != 3 && i != 10) CHECK(parallel.history()[i].measurement.samples == serial.history()[i].measurement.samples);
+  }
+  CHECK(farm.restarts() == 0);
+  CHECK(warnings.str().empty());
 }
 
 TEST_CASE("local farm: bad options are refused with a message") {

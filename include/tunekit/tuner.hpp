@@ -140,9 +140,6 @@ auto with_farm(F& farm, const FarmWork& work, Body&& body, OnWorker&& on_worker)
 
 }  // namespace detail
 
-namespace detail {
-}  // namespace detail
-
 /// The loop that drives a tuner's trials (`Tuner::tune`, or a MultiTaskTuner's slots): how its
 /// trials are measured and what callbacks see of the run beyond the tuner's own task. Both loops
 /// take their trials with `Tuner::trial` and build callback states with `Tuner::state` from it.
@@ -457,7 +454,6 @@ class Tuner {
   }
 
  public:
-
   const SearchSpace& space() const noexcept { return space_; }
   const History& history() const noexcept { return history_; }
   const TunerOptions& options() const noexcept { return options_; }

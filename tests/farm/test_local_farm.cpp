@@ -277,6 +277,37 @@ TEST_CASE("local farm: with Isolated in the workers a crashing and a hanging con
   CHECK(warnings.str().empty());
 }
 
+TEST_CASE("local farm: an ask/tell loop that drives the farm itself makes tune's trials (docs/farm.md)") {
+  auto kernel = gemm();
+  const tunekit::TunerOptions options{.budget = {.trials = 48}, .plan_size = 16};
+  tunekit::AutoTvmTuner serial(kernel.space(), options);
+  tunekit::Rng srng(4);
+  serial.tune(kernel, srng);
+
+  tunekit::AutoTvmTuner tuner(kernel.space(), options);
+  tunekit::Deterministic evaluator;
+  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(3)});
+  tunekit::Rng rng(4);
+  const std::uint64_t seed = rng();  // the measurement seed, as tune draws it
+  farm.start([&](const tunekit::FarmJob& job) {
+    tunekit::Rng m = job.rng();  // = Tuner::measurement_rng(job.measurement_seed, job.trial)
+    return evaluator.measure(kernel, job.config, m);
+  });
+  while (!tuner.budget_spent()) {
+    const auto batch = tuner.ask(16, rng);
+    if (batch.empty()) break;
+    std::vector<tunekit::FarmJob> jobs;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      jobs.push_back({.task = 0, .config = batch[i], .measurement_seed = seed, .trial = tuner.history().size() + i});
+    farm.measure(jobs, [&](std::size_t i, tunekit::Measurement&& m) {
+      tuner.tell(jobs[i].config, std::move(m));
+      return true;
+    });
+  }
+  farm.finish();
+  check_same_trials(serial.history(), tuner.history());
+}
+
 TEST_CASE("local farm: bad options are refused with a message") {
   CHECK_THROWS_WITH_AS(tunekit::LocalFarm({}), doctest::Contains("no devices"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(tunekit::LocalFarm({.devices = tunekit::cpu_workers(2), .timeout_seconds = 0}),

@@ -457,7 +457,13 @@ int main(int argc, char** argv) {
 #if defined(TUNEKIT_REPLAY_MPI)
   if (tunekit::MpiEnvironment::active() && args.workers > 0)
     cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
+  if (tunekit::MpiEnvironment::active() && !mpi_worker) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::cerr << "tunekit-replay: measuring on " << size - 1 << " MPI ranks\n";
+  }
 #endif
+  if (args.workers > 0) std::cerr << "tunekit-replay: measuring on " << args.workers << " local worker processes\n";
   Runners run;
   try {
     run = tunekit::with_preset(args.tuner, []<class TunerT>() { return runners<TunerT>(); });

@@ -20,6 +20,7 @@ $launcher "$replay" "${common[@]}" "${extra[@]}" --quiet --out "$work/farm.csv" 
 # The single-task --out: all but column 7, the tuning clock (search time is wall time). The
 # multi-task --out (seed, trial, slot, task, simulated seconds, objective) is simulated throughout.
 if head -1 "$work/serial.csv" | grep -q '^seed,trial,slot,'; then cols=1-; else cols=1-6,8,9; fi
+grep -q "measuring on" "$work/farm.txt" || { echo "the farm run did not measure on a farm:"; cat "$work/farm.txt"; exit 1; }
 cut -d, -f"$cols" "$work/serial.csv" > "$work/serial.cut"
 cut -d, -f"$cols" "$work/farm.csv" > "$work/farm.cut"
 rows=$(($(wc -l < "$work/serial.cut") - 1))

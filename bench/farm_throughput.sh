@@ -4,8 +4,9 @@
 # sleeping for SLEEP x its simulated seconds (no per-config overhead; 4 recorded runs, about 76 ms
 # of sleep per config at SLEEP 1), serially and with W = 1, 2, 4, 8 local workers. Prints the
 # configs per second and their ratio to the serial run (sleep-bound: ideally W). Then, with no
-# sleep, the farm's overhead per config: (farm wall - serial wall) / configs, in microseconds
-# (fork, round trips over the socket, encoding; the workers' start and reaping included).
+# sleep, the farm's overhead: per config (round trips over the socket, encoding; the difference
+# between farm and serial wall time growing with the configs) in microseconds, and per run
+# (forking the workers and reaping them) in milliseconds.
 #
 #   bench/farm_throughput.sh [BUDGET] [SLEEP]     (after building tunekit-replay; ~20 s)
 # Run it on an idle machine: it measures wall time.
@@ -30,11 +31,19 @@ for w in 1 2 4 8; do
   awk -v w="$w" -v t="$t" -v s="$serial" -v n="$budget" \
     'BEGIN { printf "%-8s %10.3f %12.1f %10.2f\n", w, t, n / t, s / t }'
 done
-echo "farm overhead per config (no sleep; median of 3 runs each):"
+echo "farm overhead (no sleep; median of 3 runs each): per config from the runs of $budget and $((4 * budget))"
+echo "configs, the rest per run (forking and reaping the workers):"
 median3() { printf "%s\n" "$@" | sort -g | sed -n 2p; }
-s0=$(median3 "$(wall)" "$(wall)" "$(wall)")
+wall_of() {  # median wall seconds of 3 runs with budget $1 and the other arguments
+  local b=$1; shift
+  median3 "$(budget=$b wall "$@")" "$(budget=$b wall "$@")" "$(budget=$b wall "$@")"
+}
+s1=$(wall_of "$budget")
+s4=$(wall_of $((4 * budget)))
 for w in 1 2 4 8; do
-  t=$(median3 "$(wall --workers "$w")" "$(wall --workers "$w")" "$(wall --workers "$w")")
-  awk -v w="$w" -v t="$t" -v s="$s0" -v n="$budget" \
-    'BEGIN { printf "  %d workers: %.1f us per config (serial %.4f s, farm %.4f s for %d configs)\n", w, (t - s) / n * 1e6, s, t, n }'
+  f1=$(wall_of "$budget" --workers "$w")
+  f4=$(wall_of $((4 * budget)) --workers "$w")
+  awk -v w="$w" -v s1="$s1" -v s4="$s4" -v f1="$f1" -v f4="$f4" -v n="$budget" 'BEGIN {
+    per = ((f4 - f1) - (s4 - s1)) / (3 * n); start = (f1 - s1) - n * per
+    printf "  %d workers: %.1f us per config, %.2f ms per run\n", w, per * 1e6, start * 1e3 }'
 done

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct TuningSetup {
   tunekit::DeterministicParams evaluator{};
   /// ... and of adatune's adaptive evaluator.
   tunekit::AdaptiveCVParams adaptive{};
+  /// Worker processes measuring each round in parallel (tunekit::LocalFarm), each pinned to its
+  /// share of the cores; 0: measure in this process.
+  std::size_t workers = 0;
+  /// Whether the program can measure on a farm: its kernel must not hold a device context
+  /// when the workers are forked (the CUDA programs open theirs before tuning: no).
+  bool farm = true;
 };
 
 /// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (tpe-local),
@@ -39,7 +46,8 @@ inline const TuningSetup cuda_tuning_defaults{
     .budget = 300,
     .seconds = 300,
     .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
-    .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0}};
+    .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0},
+    .farm = false};
 
 /// The usage lines of the options read_setup reads (and --help), with the defaults of `d` and
 /// `program`'s file names: `data` names what --seed also draws, `clock` what --seconds counts.
@@ -61,6 +69,10 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
+  if (d.farm)
+    text +=
+        "  --workers W       measure each round on W worker processes, each pinned to 1/W of the\n"
+        "                    cores (docs/farm.md): the same trials, W configurations at a time   [0]\n";
   text +=
       "  --resume          continue a killed run from its log instead of starting a new one: with the\n"
       "                    same options and --seed it replays the logged measurements and ends as\n"
@@ -83,6 +95,10 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.log = cl.text("--log", program + ".jsonl");
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
+  if (cl.given("--workers")) {
+    if (!d.farm) cl.fail("--workers: this program opens its device before tuning and cannot fork workers");
+    s.workers = cl.count("--workers", 1);
+  }
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
   try {
     tunekit::check_preset(s.tuner);
@@ -115,8 +131,16 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   if (resumed) std::printf("resuming: %zu measurements from %s replayed, not measured again\n", resumed, s.log.c_str());
   tunekit::Rng rng(s.seed);
   TuningOutcome out;
-  out.result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
-                          tunekit::CurveRecorder(s.curve));
+  if (s.workers > 0) {
+    const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / s.workers);
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(s.workers, cores)});
+    std::printf("measuring on %zu worker processes, %zu cores each\n", s.workers, cores);
+    out.result = tuner.tune(kernel, farm, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
+                            tunekit::CurveRecorder(s.curve));
+  } else {
+    out.result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
+                            tunekit::CurveRecorder(s.curve));
+  }
   double measuring = 0.0;
   std::size_t timed_runs = 0;
   for (const auto& t : tuner.history()) {

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::require(back.task == r.task && back.device == r.device && back.config == r.config &&
                     back.timestamp == r.timestamp && back.measurement.status == r.measurement.status &&
                     back.measurement.samples == r.measurement.samples &&
-                    back.measurement.cost == r.measurement.cost && back.measurement.error == r.measurement.error,
+                    back.measurement.cost == r.measurement.cost && back.measurement.error == r.measurement.error &&
+                    back.measurement.host == r.measurement.host && back.measurement.device == r.measurement.device,
                 "to_json then record_from_json gives the record back");
   fuzz::require(!r.measurement.ok() ||
                     (back.measurement.mean == r.measurement.mean && back.measurement.std == r.measurement.std),

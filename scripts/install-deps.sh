@@ -22,6 +22,7 @@ packages=(
   python3-numpy python3-scipy python3-jsonschema python3-xmltodict python3-packaging
                                   # the vendored Kernel Tuner (shared/vendor/README.md)
   python3-optuna                  # tunekit.optuna.Sampler and its tests
+  libopenmpi-dev openmpi-bin      # the MPI measurement farm (tunekit::mpi, optional; docs/farm.md)
 )
 if [[ $only -eq 1 ]]; then packages=("$@"); else packages+=("$@"); fi
 missing=()

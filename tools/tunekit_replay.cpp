@@ -7,6 +7,10 @@
 #include <tunekit/replay_score.hpp>
 #include <tunekit/preset_registry.hpp>
 #include <tunekit/scheduler/by_name.hpp>
+#include <tunekit/farm/local.hpp>
+#if defined(TUNEKIT_REPLAY_MPI)
+#include <tunekit/farm/mpi.hpp>
+#endif
 
 #include "cli.hpp"
 
@@ -21,7 +25,10 @@
 #include <functional>
 #include <span>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -31,6 +38,8 @@ const char* const usage_head = R"(usage: tunekit-replay --dataset FILE.csv [opti
 
 Replays a tuner on a recorded, brute-force-measured tuning space: every measurement is answered
 with the dataset's recorded samples, so the search sees real noise and real failures.
+Under mpirun (built with MPI) rank 0 tunes and the other ranks measure (MpiFarm); every rank
+runs the same command line, e.g. mpirun -np 5 tunekit-replay --dataset FILE.csv.
 
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
@@ -54,6 +63,12 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
   --out trials.csv       one row per (seed, trial): its status and time, the best so far,
                          the tuning clock, the measurement seconds so far, the score
   --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
+  --workers W            measure each batch on W local worker processes in parallel
+                         (LocalFarm): the same trials and results as serially   [0: serial]
+  --sleep X              make each config's simulated time take X times that in wall
+                         time (sleep), e.g. for the farm's throughput              [0]
+  --worker-timeout S     a farm worker that takes S s for one config is killed and
+                         restarted, the config recorded as timeout              [none]
   --quiet                no per-seed lines
   --help                 this text
 
@@ -83,8 +98,9 @@ best latencies, reported over simulated measurement seconds (summed over tasks).
 struct Args {
   std::string dataset, tuner, evaluator, out, summary_json;
   std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
-  double flop, overhead, cv_threshold;
+  double flop, overhead, cv_threshold, sleep, worker_timeout;
   bool quiet;
+  std::size_t workers;
   // Multi-task replay.
   std::vector<std::string> datasets;
   std::string scheduler;
@@ -144,7 +160,13 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.flop = cl.real("--flop", 0.0);
   a.overhead = cl.real("--overhead", 1.0);
   a.quiet = cl.flag("--quiet");
+  a.workers = cl.count("--workers", 0);
+  a.sleep = cl.real("--sleep", 0.0);
+  a.worker_timeout = cl.real("--worker-timeout", std::numeric_limits<double>::infinity());
   cl.reject_unknown();
+  if (!(a.sleep >= 0) || !std::isfinite(a.sleep)) cl.fail("--sleep must be finite and >= 0");
+  if (!(a.worker_timeout > 0)) cl.fail("--worker-timeout must be positive");
+  if (cl.given("--worker-timeout") && a.workers == 0) cl.fail("--worker-timeout is for a farm (--workers W)");
   if (a.dataset.empty()) cl.fail("--dataset is required");
   if (!a.multi && (cl.given("--weights") || cl.given("--flops") || cl.given("--slot")))
     cl.fail("--weights, --flops and --slot are for a multi-task replay (several --dataset or --scheduler)");
@@ -162,6 +184,27 @@ Args parse(tunekit::cli::CommandLine& cl) {
   return a;
 }
 
+// This process only measures for an MPI farm (a rank other than 0 under mpirun).
+bool mpi_worker = false;
+
+// Calls run(farm) with the measurement farm the command line asks for: the MPI ranks under
+// mpirun, --workers local processes, or tunekit::detail::NoFarm (serial).
+template <class Run>
+auto on_farm(const Args& a, Run&& run) {
+#if defined(TUNEKIT_REPLAY_MPI)
+  if (tunekit::MpiEnvironment::active()) {
+    tunekit::MpiFarm farm;
+    return run(farm);
+  }
+#endif
+  if (a.workers > 0) {
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(a.workers), .timeout_seconds = a.worker_timeout});
+    return run(farm);
+  }
+  tunekit::detail::NoFarm serial;
+  return run(serial);
+}
+
 using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, const Args&, tunekit::Rng&)>;
 
 template <class TunerT>
@@ -169,7 +212,12 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
                              typename TunerT::Evaluator evaluator) {
   TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size},
                {.evaluator = std::move(evaluator)});
-  return tunekit::replay_trace(tuner, kernel, rng);
+  return on_farm(a, [&]<class F>(F& farm) {
+    if constexpr (std::is_same_v<F, tunekit::detail::NoFarm>)
+      return tunekit::replay_trace(tuner, kernel, rng);
+    else
+      return tunekit::replay_trace(tuner, kernel, farm, rng);
+  });
 }
 
 // c_bar of the time score, measured with the evaluator the runs use.
@@ -183,10 +231,12 @@ template <class TunerT>
 tunekit::MultiTaskTrace run_multi_one(std::span<tunekit::ReplayKernel> kernels,
                                       std::span<const tunekit::TaskOptions> tasks, const Args& a, tunekit::Rng& rng,
                                       typename TunerT::Evaluator evaluator) {
-  return tunekit::replay_multi_task<TunerT>(
-      kernels, tasks, tunekit::make_scheduler(a.scheduler),
-      {.budget = {.trials = a.budget}, .slot_trials = a.slot, .plan_size = a.plan_size}, rng,
-      {.evaluator = std::move(evaluator)});
+  return on_farm(a, [&](auto& farm) {
+    return tunekit::trace_multi_task<TunerT>(
+        kernels, tasks, tunekit::make_scheduler(a.scheduler),
+        {.budget = {.trials = a.budget}, .slot_trials = a.slot, .plan_size = a.plan_size}, farm, rng,
+        {.evaluator = std::move(evaluator)});
+  });
 }
 
 // Calls run(TunerT-with-the-chosen-evaluator, evaluator) for --evaluator.
@@ -273,20 +323,23 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
       std::string name = path.stem().string();
       if (std::find(names.begin(), names.end(), name) != names.end()) name += "#" + std::to_string(i + 1);
       names.push_back(name);
-      kernels.push_back(load_dataset(path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name}));
+      kernels.push_back(load_dataset(path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name,
+                                            .sleep_scale = args.sleep}));
       // Ansor's operator tag: the dataset's kernel family, its file name up to the first '_'.
       tasks.push_back({.name = name, .weight = args.weights[i], .flop = args.flops[i],
                        .tag = name.substr(0, name.find('_'))});
       optimum += args.weights[i] * kernels.back().optimum_ms();
-      std::cerr << "tunekit-replay: task " << i << " " << name << ": weight " << args.weights[i] << ", "
+      if (!mpi_worker)
+        std::cerr << "tunekit-replay: task " << i << " " << name << ": weight " << args.weights[i] << ", "
                 << kernels.back().row_count() << " recorded configs, optimum " << kernels.back().optimum_ms()
                 << " ms\n";
     }
-    std::cerr << "tunekit-replay: scheduler " << args.scheduler << ", tuner " << args.tuner << ", slots of "
+    if (!mpi_worker)
+      std::cerr << "tunekit-replay: scheduler " << args.scheduler << ", tuner " << args.tuner << ", slots of "
               << args.slot << " trials, budget " << args.budget << ", " << args.seeds << " seeds\n";
 
     std::ofstream out;
-    if (!args.out.empty()) {
+    if (!args.out.empty() && !mpi_worker) {
       out.open(args.out);
       if (!out) cl.fail("cannot write " + args.out);
       out << "seed,trial,slot,task,simulated_seconds,objective_ms\n";
@@ -297,6 +350,7 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
       traces.push_back(run(kernels, tasks, args, rng));
+      if (mpi_worker) continue;  // it measured for rank 0
       const auto& t = traces.back();
       final_ms.push_back(t.final_objective() * 1e3);
       to105.push_back(t.seconds_to(1.05));
@@ -320,6 +374,7 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
       }
     }
 
+    if (mpi_worker) return 0;
     // The objective over simulated time: the median over seeds at 10 points up to the shortest run.
     double horizon = std::numeric_limits<double>::infinity();
     for (const auto& t : traces)
@@ -392,8 +447,23 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(TUNEKIT_REPLAY_MPI)
+  // Under mpirun: rank 0 tunes, the other ranks measure (MpiFarm).
+  tunekit::MpiEnvironment mpi(argc, argv);
+  mpi_worker = tunekit::MpiEnvironment::active() && tunekit::MpiEnvironment::rank() > 0;
+#endif
   tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage_head + tunekit::preset_help(25) + usage_tail);
   const Args args = parse(cl);
+#if defined(TUNEKIT_REPLAY_MPI)
+  if (tunekit::MpiEnvironment::active() && args.workers > 0)
+    cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
+  if (tunekit::MpiEnvironment::active() && !mpi_worker) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::cerr << "tunekit-replay: measuring on " << size - 1 << " MPI ranks\n";
+  }
+#endif
+  if (args.workers > 0) std::cerr << "tunekit-replay: measuring on " << args.workers << " local worker processes\n";
   Runners run;
   try {
     run = tunekit::with_preset(args.tuner, []<class TunerT>() { return runners<TunerT>(); });
@@ -403,15 +473,17 @@ int main(int argc, char** argv) {
 
   if (args.multi) return run_multi(args, run.multi, cl);
   try {
-    auto kernel = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+    auto kernel = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {},
+                                               .sleep_scale = args.sleep});
     const std::size_t valid = kernel.row_count();
-    std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
+    if (!mpi_worker)
+      std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
               << kernel.failed_count() << " failed) of " << kernel.space().product_size()
               << ", optimum " << kernel.optimum_ms() << " ms; tuner " << args.tuner << ", budget "
               << args.budget << ", " << args.seeds << " seeds\n";
 
     std::ofstream out;
-    if (!args.out.empty()) {
+    if (!args.out.empty() && !mpi_worker) {
       out.open(args.out);
       if (!out) cl.fail("cannot write " + args.out);
       out << "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds,measure_seconds,score\n";
@@ -421,6 +493,7 @@ int main(int argc, char** argv) {
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
       traces.push_back(run.single(kernel, args, rng));
+      if (mpi_worker) continue;  // it measured for rank 0
       const auto& t = traces.back();
       double best_ms = std::numeric_limits<double>::infinity(), measuring = 0.0;
       for (std::size_t i = 0; i < t.trials.size(); ++i) {
@@ -442,6 +515,7 @@ int main(int argc, char** argv) {
                   << tunekit::score_at(t, args.budget) << " (" << t.wall_seconds << " s)\n";
     }
 
+    if (mpi_worker) return 0;
     nlohmann::json summary;
     summary["dataset"] = std::filesystem::path(args.dataset).filename().string();
     summary["tuner"] = args.tuner;
@@ -491,8 +565,12 @@ int main(int argc, char** argv) {
       t_total.push_back(tunekit::measure_seconds(t));
     }
     // The time score P (replay_score.hpp: time_score).
-    const auto baseline = tunekit::time_score_baseline(kernel.recorded_times_ms(),
-                                                       run.seconds_per_config(kernel, args), args.budget);
+    // c_bar measures every config of the space: with the kernel that does not sleep (--sleep).
+    std::optional<tunekit::ReplayKernel> unslept;
+    if (args.sleep > 0)
+      unslept = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+    const auto baseline = tunekit::time_score_baseline(
+        kernel.recorded_times_ms(), run.seconds_per_config(unslept ? *unslept : kernel, args), args.budget);
     std::vector<double> p;
     for (const auto& t : traces) p.push_back(tunekit::time_score(t, kernel, baseline));
     summary["time_score"] = {{"mean", tunekit::stats::mean(p)},

@@ -10,6 +10,7 @@
 #include "tunekit/concepts/acquisition.hpp"
 #include "tunekit/concepts/callback.hpp"
 #include "tunekit/concepts/evaluator.hpp"
+#include "tunekit/concepts/farm.hpp"
 #include "tunekit/concepts/kernel.hpp"
 #include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/concepts/scheduler.hpp"

@@ -16,6 +16,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,17 @@ struct MultiTaskTrace {
 template <class TunerT, class SchedulerT, class Kernels>
 MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> tasks, SchedulerT scheduler,
                                 const MultiTaskOptions& options, Rng& rng, const typename TunerT::Parts& parts = {}) {
+  detail::NoFarm serial;
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, serial, rng, parts);
+}
+
+/// trace_multi_task with the batches measured on a measurement farm (MultiTaskTuner::tune with a
+/// farm; `farm` detail::NoFarm: serially): the same trace as the serial run. On a process that
+/// only measures for the farm (an MPI rank other than 0) the trace is empty.
+template <class TunerT, class SchedulerT, class Kernels, class F>
+MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> tasks, SchedulerT scheduler,
+                                const MultiTaskOptions& options, F& farm, Rng& rng,
+                                const typename TunerT::Parts& parts = {}) {
   if (std::size(kernels) != tasks.size())
     throw std::invalid_argument("trace_multi_task: " + std::to_string(std::size(kernels)) + " kernels for " +
                                 std::to_string(tasks.size()) + " tasks");
@@ -63,7 +75,10 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
       mt.add_task(*kernels[i], tasks[i], parts);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  mt.tune(kernels, rng);
+  if constexpr (std::is_same_v<F, detail::NoFarm>)
+    mt.tune(kernels, rng);
+  else
+    mt.tune(kernels, farm, rng);
   MultiTaskTrace trace;
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.objective = mt.objective_history();
@@ -79,6 +94,15 @@ MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<cons
                                  SchedulerT scheduler, const MultiTaskOptions& options, Rng& rng,
                                  const typename TunerT::Parts& parts = {}) {
   return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, rng, parts);
+}
+
+/// replay_multi_task with the batches measured on a measurement farm: the same trace.
+template <class TunerT, class SchedulerT, class F>
+  requires MeasurementFarm<F>
+MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
+                                 SchedulerT scheduler, const MultiTaskOptions& options, F& farm, Rng& rng,
+                                 const typename TunerT::Parts& parts = {}) {
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, farm, rng, parts);
 }
 
 }  // namespace tunekit

@@ -208,13 +208,45 @@ class MultiTaskTuner {
   template <class Kernels, class... Callbacks>
     requires requires(Kernels& ks) { ks[std::size_t{0}]; std::size(ks); }
   MultiTaskResult tune(Kernels&& kernels, Rng& rng, Callbacks&&... callbacks) {
-    using Element = std::remove_cvref_t<decltype(kernels[std::size_t{0}])>;
-    auto kernel_at = [&](std::size_t i) -> auto& {
-      if constexpr (Kernel<Element>)
-        return kernels[i];
-      else
-        return *kernels[i];
+    detail::NoFarm serial;
+    return tune_loop(kernels, serial, rng, callbacks...);
+  }
+
+  /// `tune`, each batch of a slot measured on a measurement farm's workers in parallel
+  /// (farm/local.hpp, farm/mpi.hpp) with the task's evaluator and kernel, told in trial order
+  /// with the streams `tune` measures with: the same trials, order and objective as the serial
+  /// run whenever a measurement depends on its config and stream only (replay). See
+  /// Tuner::tune with a farm. On a process that only measures (an MPI rank other than 0) it
+  /// serves the run's jobs and returns no trials.
+  template <class Kernels, class F, class... Callbacks>
+    requires(MeasurementFarm<F> && requires(Kernels& ks) { ks[std::size_t{0}]; std::size(ks); })
+  MultiTaskResult tune(Kernels&& kernels, F& farm, Rng& rng, Callbacks&&... callbacks) {
+    FarmWork work = [this, &kernels](const FarmJob& job) {
+      if (job.task >= tasks_.size() || job.task >= std::size(kernels))
+        throw std::invalid_argument("farm job of task " + std::to_string(job.task) + " of " +
+                                    std::to_string(tasks_.size()));
+      Rng r = job.rng();
+      return tasks_[job.task].tuner.evaluator().measure(kernel_of(kernels, job.task), job.config, r);
     };
+    return detail::with_farm(
+        farm, work, [&] { return tune_loop(kernels, farm, rng, callbacks...); },
+        [] { return MultiTaskResult{}; });
+  }
+
+ private:
+  // kernels[i], or *kernels[i] for a range of pointers.
+  template <class Kernels>
+  static auto& kernel_of(Kernels& kernels, std::size_t i) {
+    using Element = std::remove_cvref_t<decltype(kernels[std::size_t{0}])>;
+    if constexpr (Kernel<Element>)
+      return kernels[i];
+    else
+      return *kernels[i];
+  }
+
+  template <class Kernels, class F, class... Callbacks>
+  MultiTaskResult tune_loop(Kernels& kernels, F& farm, Rng& rng, Callbacks&... callbacks) {
+    auto kernel_at = [&](std::size_t i) -> auto& { return kernel_of(kernels, i); };
     using K = std::remove_cvref_t<decltype(kernel_at(0))>;
     static_assert(check_kernel<K>());
     static_assert((check_multi_task_callback<std::remove_cvref_t<Callbacks>>() && ...));
@@ -261,7 +293,7 @@ class MultiTaskTuner {
       }
       if (progress_[k].finished)
         throw std::logic_error("scheduler chose finished task '" + tasks_[k].options.name + "'");
-      bool stop = run_slot(k, kernel_at(k), rng, loop(k, measurement_seed, wall0), callbacks...);
+      bool stop = run_slot(k, kernel_at(k), farm, rng, loop(k, measurement_seed, wall0), callbacks...);
       const MultiTaskState state{std::span<const TaskProgress>(progress_), objective_, slots_ - 1, k};
       stop = (detail::call_on_slot(callbacks, state) | ... | stop);
       if (stop) {
@@ -278,6 +310,8 @@ class MultiTaskTuner {
     result.objective = objective();
     return result;
   }
+
+ public:
 
   /// The seed of task `task`'s measurement streams under the run's `measurement_seed` (tune's
   /// first draw): its trial i is measured with Tuner::measurement_rng(this, i).
@@ -351,8 +385,8 @@ class MultiTaskTuner {
   }
 
   // One slot of task k: trials (Tuner::trial) until the slot, the budget or a callback ends it.
-  template <class K, class... Callbacks>
-  bool run_slot(std::size_t k, K& kernel, Rng& rng, const TrialLoop& loop, Callbacks&... callbacks) {
+  template <class K, class F, class... Callbacks>
+  bool run_slot(std::size_t k, K& kernel, F& farm, Rng& rng, const TrialLoop& loop, Callbacks&... callbacks) {
     TunerT& tuner = tasks_[k].tuner;
     const std::size_t slot = slots_;
     const std::size_t trials0 = tuner.history().size();
@@ -369,19 +403,16 @@ class MultiTaskTuner {
         progress_[k].finished = true;
         break;
       }
-      for (const auto& c : batch) {
-        const TrialResult r = tuner.trial(kernel, c, loop, callbacks...);
-        if (r == TrialResult::ask_again) break;
+      tuner.run_batch(kernel, farm, std::span<const Config>(batch), loop, k, [&](TrialResult r) {
         record(slot, k);
         stop = r == TrialResult::stop;
         const std::size_t done = tuner.history().size() - trials0;
         slot_over = options_.slot_seconds > 0 ? tuner.tuning_seconds() - clock0 >= options_.slot_seconds
                                               : done >= options_.slot_trials;
-        if (stop || slot_over || trials() >= options_.budget.trials || seconds() >= options_.budget.seconds) {
+        if (stop || slot_over || trials() >= options_.budget.trials || seconds() >= options_.budget.seconds)
           slot_over = true;
-          break;
-        }
-      }
+        return slot_over;
+      }, callbacks...);
     }
     tuner.forget_pending();
     ++slots_;

@@ -66,6 +66,21 @@ ReplayTrace replay_trace(TunerT& tuner, ReplayKernel& kernel, Rng& rng, Callback
   return trace;
 }
 
+/// replay_trace with the batches measured on a measurement farm (Tuner::tune with a farm): the
+/// same trace as the serial run. On a process that only measures for the farm (an MPI rank
+/// other than 0) the trace is empty.
+template <class TunerT, class F, class... Callbacks>
+  requires MeasurementFarm<F>
+ReplayTrace replay_trace(TunerT& tuner, ReplayKernel& kernel, F& farm, Rng& rng, Callbacks&&... callbacks) {
+  ReplayTrace trace;
+  const auto t0 = std::chrono::steady_clock::now();
+  tuner.tune(kernel, farm, rng, detail::ScoreRecorder{&kernel, &trace.score, &trace.found},
+             std::forward<Callbacks>(callbacks)...);
+  trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  trace.trials = tuner.history().trials();
+  return trace;
+}
+
 /// The q-quantile (0..1) of values by linear interpolation between order statistics (numpy's
 /// default); infinity propagates. NaN for an empty input.
 inline double quantile(std::vector<double> v, double q) {

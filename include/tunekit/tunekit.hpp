@@ -22,6 +22,7 @@
 #include "tunekit/evaluator/adaptive_cv.hpp"
 #include "tunekit/evaluator/deterministic.hpp"
 #include "tunekit/evaluator/isolation.hpp"
+#include "tunekit/farm/local.hpp"
 #include "tunekit/multi_task_replay.hpp"
 #include "tunekit/multi_task_tuner.hpp"
 #include "tunekit/optimizer/candidate_list.hpp"

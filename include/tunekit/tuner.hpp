@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -62,7 +63,7 @@ struct TunerOptions {
 };
 
 /// Why `tune` returned.
-enum class StopReason { trial_budget, time_budget, space_exhausted, callback };
+enum class StopReason { trial_budget, time_budget, space_exhausted, callback, farm_worker };
 
 inline constexpr const char* to_string(StopReason r) noexcept {
   switch (r) {
@@ -70,6 +71,7 @@ inline constexpr const char* to_string(StopReason r) noexcept {
     case StopReason::time_budget: return "time budget reached";
     case StopReason::space_exhausted: return "search space exhausted";
     case StopReason::callback: return "stopped by a callback";
+    case StopReason::farm_worker: return "measured for the tuning process (a farm worker)";
   }
   return "unknown";
 }
@@ -111,6 +113,29 @@ bool call_on_round(C& c, const TuningState& s) {
 template <class C>
 void call_on_end(C& c, const TuningState& s) {
   if constexpr (HasOnEnd<C>) c.on_end(s);
+}
+
+/// The farm argument of a loop that measures its trials itself, one after the other.
+struct NoFarm {};
+
+/// Runs `body` (which returns a result) between farm.start(work) and farm.finish(), finishing
+/// the farm also when body throws; `on_worker()` is the result on a process that only served
+/// the run's jobs (start returned false).
+template <class F, class Body, class OnWorker>
+auto with_farm(F& farm, const FarmWork& work, Body&& body, OnWorker&& on_worker) {
+  static_assert(check_measurement_farm<F>());
+  if (!farm.start(work)) return on_worker();
+  try {
+    auto result = body();
+    farm.finish();
+    return result;
+  } catch (...) {
+    try {
+      farm.finish();
+    } catch (...) {
+    }
+    throw;
+  }
 }
 
 }  // namespace detail
@@ -342,6 +367,39 @@ class Tuner {
   /// true. Continues from the current history (e.g. after resuming from a log).
   template <class K, class... Callbacks>
   TuneResult tune(K& kernel, Rng& rng, Callbacks&&... callbacks) {
+    detail::NoFarm serial;
+    return tune_loop(kernel, serial, rng, callbacks...);
+  }
+
+  /// `tune`, each batch measured on a measurement farm's workers in parallel (farm/local.hpp,
+  /// farm/mpi.hpp) with this tuner's evaluator and `kernel` (copied into each worker): the
+  /// results are told in trial order, and trial i is measured with `measurement_rng(seed, i)`
+  /// as in `tune`, so the run makes the same trials in the same order with the same results as
+  /// the serial one whenever a measurement depends on its config and stream only (replay).
+  /// Parallelism is at most the batch (plan_size). On a process that only measures (an MPI
+  /// rank other than 0) it serves the run's jobs and returns no trials (StopReason::farm_worker).
+  template <class K, class F, class... Callbacks>
+    requires MeasurementFarm<F>
+  TuneResult tune(K& kernel, F& farm, Rng& rng, Callbacks&&... callbacks) {
+    static_assert(check_kernel<K>());
+    return detail::with_farm(
+        farm, farm_work(kernel), [&] { return tune_loop(kernel, farm, rng, callbacks...); },
+        [] { return TuneResult{.best = {}, .trials = 0, .reason = StopReason::farm_worker}; });
+  }
+
+  /// What a farm's worker does for this tuner: measures a job with the evaluator on `kernel`
+  /// (the worker's copy) with the job's measurement stream.
+  template <class K>
+  FarmWork farm_work(K& kernel) {
+    return [this, &kernel](const FarmJob& job) {
+      Rng rng = job.rng();
+      return parts_.evaluator.measure(kernel, job.config, rng);
+    };
+  }
+
+ private:
+  template <class K, class F, class... Callbacks>
+  TuneResult tune_loop(K& kernel, F& farm, Rng& rng, Callbacks&... callbacks) {
     static_assert(check_kernel<K>());
     static_assert((check_callback<std::remove_cvref_t<Callbacks>>() && ...));
     if (const std::string d = space_.difference(kernel.space()); !d.empty())
@@ -375,12 +433,10 @@ class Tuner {
         break;
       }
       bool stop = false;
-      for (const auto& c : batch) {
-        const TrialResult r = trial(kernel, c, loop, callbacks...);
-        if (r == TrialResult::ask_again) break;
+      run_batch(kernel, farm, std::span<const Config>(batch), loop, 0, [&](TrialResult r) {
         stop = r == TrialResult::stop;
-        if (stop || tuning_seconds() >= options_.budget.seconds) break;
-      }
+        return stop || tuning_seconds() >= options_.budget.seconds;
+      }, callbacks...);
       ++loop.round;
       [[maybe_unused]] const TuningState s = state(loop);
       stop = (detail::call_on_round(callbacks, s) | ... | stop);
@@ -397,6 +453,7 @@ class Tuner {
     return result;
   }
 
+ public:
   const SearchSpace& space() const noexcept { return space_; }
   const History& history() const noexcept { return history_; }
   const TunerOptions& options() const noexcept { return options_; }
@@ -443,10 +500,42 @@ class Tuner {
       Rng rng = measurement_rng(loop.measurement_seed, history_.size());
       m = parts_.evaluator.measure(kernel, c, rng);
     }
-    const Trial& t = tell(c, std::move(*m));
-    [[maybe_unused]] const TuningState s = state(loop, replayed);
-    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
-    return stop ? TrialResult::stop : TrialResult::told;
+    return told(c, std::move(*m), loop, replayed, callbacks...);
+  }
+
+  /// The trials of a batch from `ask`, in order, as a loop takes them: each by `trial`, or, with
+  /// a measurement farm (`farm` not detail::NoFarm), those after the recorded ones of an exact
+  /// resume measured on the farm as jobs of task `task` (trial i with stream i of
+  /// loop.measurement_seed, as `trial` measures it) and told in batch order. After each trial
+  /// told, `after(result)` says whether the batch ends there (the rest is not told; a farm
+  /// drops it). Returns the last trial's result (ask_again: the exact resume ended; see
+  /// TrialResult), told when the batch ran out.
+  template <class K, class F, class After, class... Callbacks>
+  TrialResult run_batch(K& kernel, F& farm, std::span<const Config> batch, const TrialLoop& loop, std::size_t task,
+                        After&& after, Callbacks&... callbacks) {
+    std::size_t k = 0;
+    for (; k < batch.size() && (std::is_same_v<F, detail::NoFarm> || recorded_left_ > 0); ++k) {
+      const TrialResult r = trial(kernel, batch[k], loop, callbacks...);
+      if (r == TrialResult::ask_again || after(r)) return r;
+    }
+    if constexpr (!std::is_same_v<F, detail::NoFarm>) {
+      if (k == batch.size()) return TrialResult::told;
+      std::vector<FarmJob> jobs;
+      jobs.reserve(batch.size() - k);
+      for (std::size_t j = k; j < batch.size(); ++j)
+        jobs.push_back(FarmJob{.task = task, .config = batch[j], .measurement_seed = loop.measurement_seed,
+                               .trial = history_.size() + (j - k)});
+      TrialResult last = TrialResult::told;
+      farm.measure(std::span<const FarmJob>(jobs), FarmSink([&](std::size_t i, Measurement&& m) {
+                     if (history_.size() != jobs[i].trial)
+                       throw std::logic_error("run_batch: the farm handed back job " + std::to_string(i) +
+                                              " out of order");
+                     last = told(jobs[i].config, std::move(m), loop, false, callbacks...);
+                     return !after(last);
+                   }));
+      return last;
+    }
+    return TrialResult::told;
   }
 
   /// What callbacks see of this tuner in the run `loop` drives; `replayed`: the trial just told
@@ -488,6 +577,15 @@ class Tuner {
   }
 
  private:
+  // tell, then the callbacks' on_measured: the end of every trial.
+  template <class... Callbacks>
+  TrialResult told(const Config& c, Measurement m, const TrialLoop& loop, bool replayed, Callbacks&... callbacks) {
+    const Trial& t = tell(c, std::move(m));
+    [[maybe_unused]] const TuningState s = state(loop, replayed);
+    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+    return stop ? TrialResult::stop : TrialResult::told;
+  }
+
   double flop_or_one() const noexcept { return options_.flop > 0 ? options_.flop : 1.0; }
 
   // The surrogate's target: throughput relative to the best measured (AutoTVM normalises its

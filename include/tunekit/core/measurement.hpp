@@ -28,6 +28,10 @@ struct Measurement {
   double cost = 0.0;
   /// Why it failed.
   std::string error{};
+  /// Where a measurement farm measured it (include/tunekit/farm/): the worker's host and device
+  /// ("cpu:0-3", "cuda:1"); empty when the tuning process measured it itself.
+  std::string host{};
+  std::string device{};
 
   bool ok() const noexcept { return status == Status::ok; }
 

@@ -4,10 +4,11 @@
 ///
 /// {"task": "...", "device": "...", "config": {"knob": value, ...}, "status": "ok",
 ///  "samples": [seconds, ...], "mean": s, "std": s, "cost": s, "error": "...",
-///  "timestamp": "2026-11-20T12:00:00.123Z"}
+///  "timestamp": "2026-11-20T12:00:00.123Z", "measured_on": {"host": "...", "device": "cuda:1"}}
 /// Config values: a number for ordinal and power-of-two knobs, true/false for booleans, the label
 /// for categorical knobs, the list of factors for split knobs. "mean" and "std" are present for
-/// successful measurements only.
+/// successful measurements only. "measured_on" is present for measurements made by a farm's
+/// worker (include/tunekit/farm/): the host and device that made it; logs without it load.
 
 #include "tunekit/core/measurement.hpp"
 #include "tunekit/core/status.hpp"
@@ -114,6 +115,8 @@ inline nlohmann::ordered_json to_json(const SearchSpace& space, const Record& r)
   j["cost"] = r.measurement.cost;
   if (!r.measurement.error.empty()) j["error"] = r.measurement.error;
   j["timestamp"] = r.timestamp;
+  if (!r.measurement.host.empty() || !r.measurement.device.empty())
+    j["measured_on"] = {{"host", r.measurement.host}, {"device", r.measurement.device}};
   return j;
 }
 
@@ -144,6 +147,11 @@ inline Record record_from_json(const SearchSpace& space, const nlohmann::json& j
   }
   if (const auto e = j.find("error"); e != j.end()) m.error = e->get<std::string>();
   r.timestamp = j.at("timestamp").get<std::string>();
+  if (const auto on = j.find("measured_on"); on != j.end()) {
+    if (!on->is_object()) throw RecordError("measured_on is not an object");
+    m.host = on->value("host", std::string());
+    m.device = on->value("device", std::string());
+  }
   return r;
 }
 

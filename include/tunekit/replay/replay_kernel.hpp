@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -37,8 +39,14 @@ struct ReplayOptions {
   double flop = 0.0;
   /// Task name for records; the file's stem when empty.
   std::string name{};
+  /// Makes the simulated time take wall time: prepare and run sleep for their simulated cost
+  /// times this factor (1: as recorded; 0: not at all). For throughput benchmarks of a farm,
+  /// whose workers then spend real time per config as on a device.
+  double sleep_scale = 0.0;
 
   void validate() const {
+    if (!(sleep_scale >= 0) || !std::isfinite(sleep_scale))
+      throw std::invalid_argument("ReplayOptions: sleep_scale must be finite and >= 0");
     if (!(overhead_seconds >= 0) || !std::isfinite(overhead_seconds))
       throw std::invalid_argument("ReplayOptions: overhead_seconds must be finite and >= 0");
     if (!(flop >= 0) || !std::isfinite(flop))
@@ -110,6 +118,7 @@ class ReplayKernel {
   RunResult prepare(const Config& c) const {
     const Row* r = find(c);
     if (!r) return {Status::excluded, {}, "config is not in the recorded dataset", 0.0};
+    sleep_for(options_.overhead_seconds);
     if (r->samples.empty())
       return {Status::runtime_error, {}, "recorded as failed (inf) in the dataset",
               options_.overhead_seconds};
@@ -129,8 +138,11 @@ class ReplayKernel {
       out.seconds.push_back(s);
       out.simulated_cost += s;
     }
+    sleep_for(out.simulated_cost);
     return out;
   }
+
+  const ReplayOptions& options() const noexcept { return options_; }
 
   /// The recorded mean time in ms (infinity for a failed row). Throws for a config not recorded.
   double recorded_ms(const Config& c) const {
@@ -162,6 +174,11 @@ class ReplayKernel {
   }
 
  private:
+  void sleep_for(double simulated_seconds) const {
+    if (options_.sleep_scale > 0 && simulated_seconds > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(simulated_seconds * options_.sleep_scale));
+  }
+
   struct Row {
     std::uint64_t index{};
     double time_ms{};

@@ -22,9 +22,9 @@ namespace {
 
 const std::string usage = R"(usage: tune_conv2d [options]
 
-Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (AdaTune's
-pipeline by default), verifying every configuration against a double-precision reference, then
-times the best one against oneDNN's convolution on the same shape and data.
+Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (tunekit's
+own search, tpe-local, by default), verifying every configuration against a double-precision
+reference, then times the best one against oneDNN's convolution on the same shape and data.
 
 options:
   --layer I         ResNet-18 layer, 1 to 12 (TVM's list; --list shows it)   [6]

@@ -25,9 +25,9 @@ namespace {
 const std::string usage = R"(usage: tune_gemm [options]
 
 Tunes tunekit's OpenMP SGEMM (C = A * B, row-major fp32) on this machine with a tuner preset
-(AdaTune's pipeline by default), verifying every configuration against a double-precision
-reference, then times the best one against OpenBLAS's cblas_sgemm and Eigen's product on the
-same matrices.
+(tunekit's own search, tpe-local, by default), verifying every configuration against a
+double-precision reference, then times the best one against OpenBLAS's cblas_sgemm and Eigen's
+product on the same matrices.
 
 options:
   --size N          M = N = K                                              [1024]

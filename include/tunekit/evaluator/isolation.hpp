@@ -53,8 +53,25 @@ struct IsolationParams {
 
 namespace detail {
 
+/// Trivially copyable values as their bytes (both ends are the same program on the same
+/// machine kind), for the codecs of the isolation pipe and of the farms (farm/protocol.hpp).
+class ByteCodec {
+ protected:
+  template <class T>
+  static void put(std::string& out, const T& v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  template <class T>
+  static bool get(std::string_view& in, T& v) {
+    if (in.size() < sizeof v) return false;
+    std::memcpy(&v, in.data(), sizeof v);
+    in.remove_prefix(sizeof v);
+    return true;
+  }
+};
+
 /// The Measurement and the generator state a child sends back through the pipe.
-class ResultCodec {
+class ResultCodec : ByteCodec {
  public:
   static_assert(std::is_trivially_copyable_v<Rng>, "the generator state is sent as bytes");
 
@@ -99,18 +116,6 @@ class ResultCodec {
 
  private:
   static constexpr char magic[4] = {'T', 'K', 'M', '1'};
-
-  template <class T>
-  static void put(std::string& out, const T& v) {
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  template <class T>
-  static bool get(std::string_view& in, T& v) {
-    if (in.size() < sizeof v) return false;
-    std::memcpy(&v, in.data(), sizeof v);
-    in.remove_prefix(sizeof v);
-    return true;
-  }
 };
 
 /// Writes all of `data` to fd (retrying on EINTR and short writes); false on an error.

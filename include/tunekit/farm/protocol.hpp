@@ -26,7 +26,7 @@ struct FarmError : std::runtime_error {
 
 namespace detail {
 
-class FarmCodec {
+class FarmCodec : ByteCodec {
  public:
   static std::string encode_job(std::uint64_t id, const FarmJob& j) {
     std::string out;
@@ -75,17 +75,6 @@ class FarmCodec {
   }
 
  private:
-  template <class T>
-  static void put(std::string& out, const T& v) {
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  template <class T>
-  static bool get(std::string_view& in, T& v) {
-    if (in.size() < sizeof v) return false;
-    std::memcpy(&v, in.data(), sizeof v);
-    in.remove_prefix(sizeof v);
-    return true;
-  }
   static void put_text(std::string& out, const std::string& s) {
     put(out, static_cast<std::uint64_t>(s.size()));
     out += s;

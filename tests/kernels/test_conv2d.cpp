@@ -603,15 +603,18 @@ TEST_CASE("conv2d: the space offers the tiles and block ranges of the target's v
     CHECK(values == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14});
     CHECK(cpu::conv2d_gemm_rows == std::array<int, 7>{4, 5, 6, 8, 10, 12, 14});
     CHECK(cpu::conv2d_max_block_tiles == 16);
+    // (CAPTURE of copies: clang 14 cannot capture structured bindings in CAPTURE's lambda.)
     for (auto [rows, vectors] : {std::pair{14, 1}, {10, 1}, {6, 2}, {5, 2}, {4, 3}}) {
-      CAPTURE(rows);
-      CAPTURE(vectors);
+      const int tile_rows = rows, tile_vectors = vectors;
+      CAPTURE(tile_rows);
+      CAPTURE(tile_vectors);
       CHECK(cpu::is_conv2d_gemm_tile(rows, vectors));
       CHECK(rows * vectors + vectors + 1 <= 16);
     }
     for (auto [rows, vectors] : {std::pair{16, 1}, {8, 2}, {5, 3}, {4, 4}}) {
-      CAPTURE(rows);
-      CAPTURE(vectors);
+      const int tile_rows = rows, tile_vectors = vectors;
+      CAPTURE(tile_rows);
+      CAPTURE(tile_vectors);
       CHECK_FALSE(cpu::is_conv2d_gemm_tile(rows, vectors));  // 17 to 21 registers: they would spill
     }
   }
@@ -745,8 +748,10 @@ TEST_CASE("conv2d: gemm1x1 gathers strided input in its first tile with AVX-512 
   }
   int tiles_gathering = 0;
   for (const auto& [shape, packing, gathers] : cases) {
-    CAPTURE(shape.to_string());
-    CAPTURE(static_cast<int>(packing));
+    const std::string shape_text = shape.to_string();
+    const int packing_value = static_cast<int>(packing);
+    CAPTURE(shape_text);
+    CAPTURE(packing_value);
     Conv2dKernel k(shape, {.threads = 2, .seed = 31});
     std::vector<double> ref, bound;
     cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);

@@ -69,6 +69,10 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
                          time (sleep), e.g. for the farm's throughput              [0]
   --worker-timeout S     a farm worker that takes S s for one config is killed and
                          restarted, the config recorded as timeout              [none]
+  --log FILE             tuning log, one JSON line per measurement (LogToFile); with
+                         --seeds 1 only                                          [none]
+  --resume               continue a killed run from --log exactly (resume_exact): the
+                         same trials and results as the uninterrupted run
   --quiet                no per-seed lines
   --help                 this text
 
@@ -96,10 +100,10 @@ best latencies, reported over simulated measurement seconds (summed over tasks).
 )";
 
 struct Args {
-  std::string dataset, tuner, evaluator, out, summary_json;
+  std::string dataset, tuner, evaluator, out, summary_json, log;
   std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
   double flop, overhead, cv_threshold, sleep, worker_timeout;
-  bool quiet;
+  bool quiet, resume;
   std::size_t workers;
   // Multi-task replay.
   std::vector<std::string> datasets;
@@ -160,6 +164,8 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.flop = cl.real("--flop", 0.0);
   a.overhead = cl.real("--overhead", 1.0);
   a.quiet = cl.flag("--quiet");
+  a.log = cl.text("--log", "");
+  a.resume = cl.flag("--resume");
   a.workers = cl.count("--workers", 0);
   a.sleep = cl.real("--sleep", 0.0);
   a.worker_timeout = cl.real("--worker-timeout", std::numeric_limits<double>::infinity());
@@ -168,6 +174,8 @@ Args parse(tunekit::cli::CommandLine& cl) {
   if (!(a.worker_timeout > 0)) cl.fail("--worker-timeout must be positive");
   if (cl.given("--worker-timeout") && a.workers == 0) cl.fail("--worker-timeout is for a farm (--workers W)");
   if (a.dataset.empty()) cl.fail("--dataset is required");
+  if (!a.log.empty() && (a.seeds != 1 || a.multi)) cl.fail("--log is for a single-task replay with --seeds 1");
+  if (a.resume && a.log.empty()) cl.fail("--resume needs --log FILE");
   if (!a.multi && (cl.given("--weights") || cl.given("--flops") || cl.given("--slot")))
     cl.fail("--weights, --flops and --slot are for a multi-task replay (several --dataset or --scheduler)");
   for (double w : a.weights)
@@ -212,11 +220,21 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
                              typename TunerT::Evaluator evaluator) {
   TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size},
                {.evaluator = std::move(evaluator)});
+  // The log is rank 0's (the tuning process's) alone.
+  const bool log = !a.log.empty() && !mpi_worker;
+  if (log) {
+    if (!a.resume) std::filesystem::remove(a.log);
+    const auto resumed = tunekit::resume_exact(tuner, a.log, kernel.name());
+    if (resumed) std::cerr << "tunekit-replay: resuming: " << resumed << " measurements from " << a.log << "\n";
+  }
   return on_farm(a, [&]<class F>(F& farm) {
-    if constexpr (std::is_same_v<F, tunekit::detail::NoFarm>)
-      return tunekit::replay_trace(tuner, kernel, rng);
-    else
-      return tunekit::replay_trace(tuner, kernel, farm, rng);
+    auto tune = [&](auto&&... callbacks) {
+      if constexpr (std::is_same_v<F, tunekit::detail::NoFarm>)
+        return tunekit::replay_trace(tuner, kernel, rng, callbacks...);
+      else
+        return tunekit::replay_trace(tuner, kernel, farm, rng, callbacks...);
+    };
+    return log ? tune(tunekit::LogToFile(a.log)) : tune();
   });
 }
 

@@ -13,12 +13,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -40,7 +42,9 @@ options:
 const char* const usage_tail = R"(  --budget T        configurations to measure, all layers together          [1200]
   --seconds S       stop after S seconds of tuning (all layers' clocks)     [150]
   --slot N          configurations per slot                                 [16]
-  --threads P       OpenMP threads per run                                  [all cores]
+  --threads P       OpenMP threads per run               [all cores, or 1/W of them]
+  --workers W       measure each slot's rounds on W worker processes, each pinned to
+                    1/W of the cores (docs/farm.md): the same trials, W at a time  [0]
   --seed X          seed of the search and of the random data               [1]
   --log FILE        tuning log, one JSON line per measurement   [tune_resnet18.jsonl]
   --resume          continue a killed run from its log instead of starting a new one: with
@@ -53,7 +57,7 @@ constexpr const auto& resnet18_weights = tunekit::cpu::resnet18_conv2d_occurrenc
 
 struct Setup {
   std::string scheduler, tuner, log;
-  std::size_t budget, slot;
+  std::size_t budget, slot, workers;
   double seconds;
   int threads;
   std::uint64_t seed;
@@ -90,7 +94,13 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
   if (const auto n = tunekit::resume_exact(mt, s.log))
     std::printf("resuming: %zu measurements from %s replayed, not measured again\n", n, s.log.c_str());
   tunekit::Rng rng(s.seed);
-  const auto r = mt.tune(kernels, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
+  const auto r = [&] {
+    if (s.workers == 0) return mt.tune(kernels, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
+    const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / s.workers);
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(s.workers, cores)});
+    std::printf("measuring on %zu worker processes, %zu cores each\n", s.workers, cores);
+    return mt.tune(kernels, farm, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
+  }();
   std::printf("\n%s: %zu configurations in %zu slots, %.1f s on the tuning clock (%.1f s measuring, %.2f s "
               "scheduling); log %s\n",
               tunekit::to_string(r.reason), r.trials, r.slots, mt.seconds(), mt.measure_seconds(),
@@ -118,7 +128,9 @@ int main(int argc, char** argv) {
   s.budget = cl.count("--budget", 1200);
   s.seconds = cl.real("--seconds", 150);
   s.slot = cl.count("--slot", 16);
-  s.threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
+  s.workers = cl.count("--workers", 0);
+  const std::size_t cores = static_cast<std::size_t>(omp_get_num_procs());
+  s.threads = static_cast<int>(cl.count("--threads", std::max<std::size_t>(1, cores / std::max<std::size_t>(1, s.workers))));
   s.seed = cl.count("--seed", 1);
   s.log = cl.text("--log", "tune_resnet18.jsonl");
   s.resume = cl.flag("--resume");

@@ -12,6 +12,7 @@
 #include "tunekit/space/features.hpp"
 #include "tunekit/core/tuning_state.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -53,6 +54,13 @@ struct TunerOptions {
   /// FLOP per run, for throughput; `tune` takes it from the kernel. 0: unknown (throughput is
   /// then runs per second).
   double flop = 0.0;
+  /// Measuring serially a kernel that compiles ahead (PrefetchingKernel): before trial k of a
+  /// round is measured, the compilation of the round's configs k+1 .. k+compile_ahead starts on
+  /// other threads (each config once), so the host compiles them while the device runs config k.
+  /// 0: none; compiled when measured (also for an evaluator that measures in a forked child,
+  /// Isolated, which cannot wait for the parent's threads). A farm's workers measure one job at
+  /// a time and do not compile ahead.
+  std::size_t compile_ahead = 4;
 
   void validate() const {
     budget.validate();
@@ -117,6 +125,36 @@ void call_on_end(C& c, const TuningState& s) {
 
 /// The farm argument of a loop that measures its trials itself, one after the other.
 struct NoFarm {};
+
+/// Which configs of a round to start compiling before each of its trials is measured
+/// (TunerOptions::compile_ahead): before trial k, those of k+1 .. k+ahead not started yet, so
+/// that every config but the round's first is started once, `ahead` trials before its own.
+class CompileAhead {
+ public:
+  CompileAhead(std::span<const Config> batch, std::size_t ahead) noexcept : batch_(batch), ahead_(ahead) {}
+
+  /// The configs to start compiling before trial k is measured (empty when none is left).
+  std::vector<Config> before(std::size_t k) {
+    std::vector<Config> out;
+    const std::size_t end = std::min(batch_.size(), k + 1 + ahead_);
+    for (next_ = std::max(next_, k + 1); next_ < end; ++next_) out.push_back(batch_[next_]);
+    return out;
+  }
+
+ private:
+  std::span<const Config> batch_;
+  std::size_t ahead_;
+  std::size_t next_ = 0;
+};
+
+/// kernel.prefetch(the configs `ahead` gives before trial k), for a PrefetchingKernel.
+template <class K>
+void compile_ahead(K& kernel, CompileAhead& ahead, std::size_t k) {
+  if constexpr (PrefetchingKernel<K>) {
+    const std::vector<Config> configs = ahead.before(k);
+    if (!configs.empty()) kernel.prefetch(configs);
+  }
+}
 
 /// Runs `body` (which returns a result) between farm.start(work) and farm.finish(), finishing
 /// the farm also when body throws; `on_worker()` is the result on a process that only served
@@ -514,7 +552,11 @@ class Tuner {
   TrialResult run_batch(K& kernel, F& farm, std::span<const Config> batch, const TrialLoop& loop, std::size_t task,
                         After&& after, Callbacks&... callbacks) {
     std::size_t k = 0;
+    detail::CompileAhead ahead(batch, options_.compile_ahead);
     for (; k < batch.size() && (std::is_same_v<F, detail::NoFarm> || recorded_left_ > 0); ++k) {
+      // Serially, what is measured from here on is compiled ahead (a farm's trials are measured
+      // by its workers; recorded trials are not measured).
+      if (std::is_same_v<F, detail::NoFarm> && recorded_left_ == 0) detail::compile_ahead(kernel, ahead, k);
       const TrialResult r = trial(kernel, batch[k], loop, callbacks...);
       if (r == TrialResult::ask_again || after(r)) return r;
     }

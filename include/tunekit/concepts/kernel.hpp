@@ -9,6 +9,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <vector>
 
 namespace tunekit {
 
@@ -40,6 +41,16 @@ concept PreparableKernel = Kernel<K> && requires(K& k, const Config& c) {
 template <class K>
 concept VerifiableKernel = Kernel<K> && requires(K& k, const Config& c) {
   { k.verify(c) } -> std::same_as<RunResult>;
+};
+
+/// A kernel that compiles its configurations and can start compiling some ahead of their
+/// measurement: `prefetch(const std::vector<Config>&)` starts their compilation on other threads
+/// and returns at once (the CUDA kernels: ProgramCache::prefetch). A serial `tune` calls it with
+/// the next configs of its round (TunerOptions::compile_ahead) before it measures the current
+/// one, so that the host compiles while the device runs.
+template <class K>
+concept PrefetchingKernel = Kernel<K> && requires(K& k, const std::vector<Config>& configs) {
+  k.prefetch(configs);
 };
 
 template <class K>

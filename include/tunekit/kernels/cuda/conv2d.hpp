@@ -352,6 +352,6 @@ class Conv2dKernel {
   DeviceBuffer w_, x_, y_;
 };
 
-static_assert(PreparableKernel<Conv2dKernel> && VerifiableKernel<Conv2dKernel>);
+static_assert(PreparableKernel<Conv2dKernel> && VerifiableKernel<Conv2dKernel> && PrefetchingKernel<Conv2dKernel>);
 
 }  // namespace tunekit::cuda

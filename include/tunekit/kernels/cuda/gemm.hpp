@@ -330,6 +330,6 @@ class GemmKernel {
   cublasHandle_t cublas_ = nullptr;
 };
 
-static_assert(PreparableKernel<GemmKernel> && VerifiableKernel<GemmKernel>);
+static_assert(PreparableKernel<GemmKernel> && VerifiableKernel<GemmKernel> && PrefetchingKernel<GemmKernel>);
 
 }  // namespace tunekit::cuda

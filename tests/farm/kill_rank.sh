@@ -26,16 +26,35 @@ mkdir -p "$work"
 $launcher "$replay" "${args[@]}" --sleep 0.05 --quiet --log "$work/run.jsonl" --out "$work/killed.csv" \
   > "$work/killed.txt" 2>&1 &
 launcher_pid=$!
+trap 'kill "$launcher_pid" 2> /dev/null || true' EXIT  # should the test fail with the job running
 records() { if [[ -f $1 ]]; then wc -l < "$1"; else echo 0; fi; }
 for _ in $(seq 600); do  # at most 30 s
   [[ $(records "$work/run.jsonl") -ge $((budget / 4)) ]] && break
   kill -0 "$launcher_pid" 2> /dev/null || break
   sleep 0.05
 done
-# Rank 1: the launcher's child whose environment says so (Open MPI, or PMI's launchers).
+# Rank 1: the process under the launcher (its child, or a proxy's) whose environment says so
+# (Open MPI, or PMI's launchers); read from /proc, so that no other job's rank 1 is taken.
+parent_of() {
+  local stat
+  stat=$(< "/proc/$1/stat") 2> /dev/null || { echo 0; return; }
+  stat=${stat##*) }  # after the command name, which may hold spaces: state, ppid, ...
+  set -- $stat
+  echo "$2"
+}
+under_launcher() {
+  local p=$1
+  while [[ $p -gt 1 ]]; do
+    p=$(parent_of "$p")
+    [[ $p -eq $launcher_pid ]] && return 0
+  done
+  return 1
+}
 victim=
-for pid in $(ps -o pid= --ppid "$launcher_pid"); do
-  if tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qxE '(OMPI_COMM_WORLD_RANK|PMI_RANK)=1'; then
+for dir in /proc/[0-9]*; do
+  pid=${dir#/proc/}
+  if tr '\0' '\n' < "$dir/environ" 2> /dev/null | grep -qxE '(OMPI_COMM_WORLD_RANK|PMI_RANK)=1' &&
+    under_launcher "$pid"; then
     victim=$pid
   fi
 done

@@ -11,9 +11,10 @@
 ///     tuner.tune(kernel, farm, rng, tunekit::LogToFile("run.jsonl"));  // log on rank 0 only
 ///     // mpirun -np 5 ./program   or   srun -n 5 ./program
 ///
-/// Faults: a rank that dies takes the MPI job with it (MPI's default error handler), so the
-/// run stops; what rank 0 told is in its log, and an exact resume (`resume_exact`, --resume)
-/// continues it. A configuration that crashes or hangs is isolated inside the worker rank by
+/// Faults: a rank that dies takes the MPI job with it (mpirun ends the other ranks; without
+/// MPI's fault-tolerance extensions rank 0 could not learn that the rank is gone), so the run
+/// stops; what rank 0 told is in its log, and an exact resume (`resume_exact`, --resume)
+/// continues it (tests/farm/kill_rank.sh). A configuration that crashes or hangs is isolated inside the worker rank by
 /// an Isolated evaluator as in a serial run.
 
 #include "tunekit/concepts/farm.hpp"

@@ -28,19 +28,23 @@ $launcher "$replay" "${args[@]}" --sleep 0.05 --quiet --log "$work/run.jsonl" --
 launcher_pid=$!
 trap 'kill "$launcher_pid" 2> /dev/null || true' EXIT  # should the test fail with the job running
 records() { if [[ -f $1 ]]; then wc -l < "$1"; else echo 0; fi; }
-for _ in $(seq 600); do  # at most 30 s
-  [[ $(records "$work/run.jsonl") -ge $((budget / 4)) ]] && break
-  kill -0 "$launcher_pid" 2> /dev/null || break
-  sleep 0.05
-done
+# Waits (at most 30 s) until the log holds $1 records or the job has ended.
+wait_for_records() {
+  for _ in $(seq 600); do
+    [[ $(records "$work/run.jsonl") -ge $1 ]] && return 0
+    kill -0 "$launcher_pid" 2> /dev/null || return 0
+    sleep 0.05
+  done
+}
 # Rank 1: the process under the launcher (its child, or a proxy's) whose environment says so
-# (Open MPI, or PMI's launchers); read from /proc, so that no other job's rank 1 is taken.
+# (Open MPI, or PMI's launchers); read from /proc with builtins, so that no other job's rank 1
+# is taken. Found once the run has begun, so that the kill waits for nothing but the records.
 parent_of() {
   local stat
-  stat=$(< "/proc/$1/stat") 2> /dev/null || { echo 0; return; }
+  read -r stat < "/proc/$1/stat" 2> /dev/null || { echo 0; return; }
   stat=${stat##*) }  # after the command name, which may hold spaces: state, ppid, ...
-  set -- $stat
-  echo "$2"
+  read -r _ ppid _ <<< "$stat"
+  echo "$ppid"
 }
 under_launcher() {
   local p=$1
@@ -50,15 +54,17 @@ under_launcher() {
   done
   return 1
 }
+wait_for_records 1
 victim=
 for dir in /proc/[0-9]*; do
   pid=${dir#/proc/}
-  if tr '\0' '\n' < "$dir/environ" 2> /dev/null | grep -qxE '(OMPI_COMM_WORLD_RANK|PMI_RANK)=1' &&
-    under_launcher "$pid"; then
+  under_launcher "$pid" || continue
+  if tr '\0' '\n' < "$dir/environ" 2> /dev/null | grep -qxE '(OMPI_COMM_WORLD_RANK|PMI_RANK)=1'; then
     victim=$pid
   fi
 done
-[[ -n $victim ]] || { echo "no rank 1 among the launcher's children"; cat "$work/killed.txt"; exit 1; }
+[[ -n $victim ]] || { echo "no rank 1 under the launcher"; cat "$work/killed.txt"; exit 1; }
+wait_for_records $((budget / 4))
 kill -KILL "$victim"
 at_kill=$(records "$work/run.jsonl")
 rc=0

@@ -68,7 +68,9 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
   --sleep X              make each config's simulated time take X times that in wall
                          time (sleep), e.g. for the farm's throughput              [0]
   --worker-timeout S     a farm worker that takes S s for one config is killed and
-                         restarted, the config recorded as timeout              [none]
+                         restarted (under mpirun: the rank measures each config in a
+                         child process killed after S s); the config is recorded as
+                         timeout                                                 [none]
   --log FILE             tuning log, one JSON line per measurement (LogToFile); with
                          --seeds 1 only                                          [none]
   --resume               continue a killed run from --log exactly (resume_exact): the
@@ -140,6 +142,15 @@ std::vector<double> number_list(tunekit::cli::CommandLine& cl, const std::string
   return out;
 }
 
+// Whether this process is a rank of an MPI job of several (built with MPI).
+bool under_mpi() {
+#if defined(TUNEKIT_REPLAY_MPI)
+  return tunekit::MpiEnvironment::active();
+#else
+  return false;
+#endif
+}
+
 Args parse(tunekit::cli::CommandLine& cl) {
   Args a;
   a.datasets = cl.texts("--dataset");
@@ -172,7 +183,8 @@ Args parse(tunekit::cli::CommandLine& cl) {
   cl.reject_unknown();
   if (!(a.sleep >= 0) || !std::isfinite(a.sleep)) cl.fail("--sleep must be finite and >= 0");
   if (!(a.worker_timeout > 0)) cl.fail("--worker-timeout must be positive");
-  if (cl.given("--worker-timeout") && a.workers == 0) cl.fail("--worker-timeout is for a farm (--workers W)");
+  if (cl.given("--worker-timeout") && a.workers == 0 && !under_mpi())
+    cl.fail("--worker-timeout is for a farm (--workers W, or under mpirun)");
   if (a.dataset.empty()) cl.fail("--dataset is required");
   if (!a.log.empty() && (a.seeds != 1 || a.multi)) cl.fail("--log is for a single-task replay with --seeds 1");
   if (a.resume && a.log.empty()) cl.fail("--resume needs --log FILE");
@@ -201,7 +213,7 @@ template <class Run>
 auto on_farm(const Args& a, Run&& run) {
 #if defined(TUNEKIT_REPLAY_MPI)
   if (tunekit::MpiEnvironment::active()) {
-    tunekit::MpiFarm farm;
+    tunekit::MpiFarm farm({.timeout_seconds = a.worker_timeout});
     return run(farm);
   }
 #endif

@@ -15,15 +15,18 @@
 /// MPI's fault-tolerance extensions rank 0 could not learn that the rank is gone), so the run
 /// stops; what rank 0 told is in its log, and an exact resume (`resume_exact`, --resume)
 /// continues it (tests/farm/kill_rank.sh). A configuration that crashes or hangs is isolated inside the worker rank by
-/// an Isolated evaluator as in a serial run.
+/// an Isolated evaluator as in a serial run, or by the farm's own `timeout_seconds`.
 
 #include "tunekit/concepts/farm.hpp"
+#include "tunekit/evaluator/isolation.hpp"
 #include "tunekit/farm/protocol.hpp"
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <stdlib.h>
 #include <deque>
 #include <optional>
@@ -94,7 +97,28 @@ struct MpiFarmOptions {
   /// (a collective call: every rank makes its MpiFarm), before it measures. Off: the device is
   /// "rank:r".
   bool gpu_per_rank = false;
+  /// A worker rank measures each job in a child process killed after this many seconds (the
+  /// job recorded as `timeout`, the rank serving on): rank 0 cannot kill a remote rank, so a
+  /// configuration that hangs is timed out where it runs. Infinity (default): in the rank.
+  double timeout_seconds = std::numeric_limits<double>::infinity();
+
+  void validate() const {
+    if (!(timeout_seconds > 0)) throw std::invalid_argument("MpiFarmOptions: timeout_seconds must be positive");
+  }
 };
+
+namespace detail {
+/// An evaluator that measures one farm job with the worker's work, for Isolated: the job
+/// carries the config and the stream, the work the kernel and the evaluator.
+struct FarmJobEvaluator {
+  const FarmWork* work;
+  const FarmJob* job;
+  template <Kernel K>
+  Measurement measure(K&, const Config&, Rng&) {
+    return (*work)(*job);
+  }
+};
+}  // namespace detail
 
 /// A MeasurementFarm over the ranks of an MPI communicator (see the file comment): rank 0 hands
 /// jobs out in order, one at a time to each idle rank, and gives the results to the sink in
@@ -102,6 +126,7 @@ struct MpiFarmOptions {
 class MpiFarm {
  public:
   explicit MpiFarm(MpiFarmOptions options = {}, MPI_Comm comm = MPI_COMM_WORLD) : options_(options), comm_(comm) {
+    options_.validate();
     int done = 0;
     MPI_Initialized(&done);
     if (!done) throw FarmError("MpiFarm: MPI is not initialised (MpiEnvironment, or MPI_Init)");
@@ -195,11 +220,23 @@ class MpiFarm {
       std::uint64_t id = 0;
       FarmJob job;
       const Measurement m = detail::FarmCodec::decode_job(msg, id, job)
-                                ? detail::measure_job(work, job, host, device)
+                                ? measure_job(work, job, host, device)
                                 : Measurement::failure(Status::runtime_error, "farm worker: malformed job");
       const std::string out = detail::FarmCodec::encode_result(id, m);
       check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, result_tag, comm_), "MPI_Send");
     }
+  }
+
+  // A job measured in this rank, or with timeout_seconds in a child process (Isolated).
+  Measurement measure_job(const FarmWork& work, const FarmJob& job, const std::string& host,
+                          const std::string& device) const {
+    if (!std::isfinite(options_.timeout_seconds)) return detail::measure_job(work, job, host, device);
+    Isolated<detail::FarmJobEvaluator> isolated(detail::FarmJobEvaluator{&work, &job},
+                                                {.timeout_seconds = options_.timeout_seconds});
+    detail::KernelArchetype unused_kernel;  // the work holds the kernel; Isolated never calls this one
+    Rng unused_rng;                         // the job carries its stream
+    const FarmWork in_child = [&](const FarmJob&) { return isolated.measure(unused_kernel, job.config, unused_rng); };
+    return detail::measure_job(in_child, job, host, device);
   }
 
   static std::string processor_name() {

@@ -67,5 +67,6 @@
 #include "tunekit/stats/segmentation.hpp"
 #include "tunekit/surrogate/cart.hpp"
 #include "tunekit/surrogate/gradient_boosted_trees.hpp"
+#include "tunekit/surrogate/gaussian_process.hpp"
 #include "tunekit/surrogate/random_forest.hpp"
 #include "tunekit/tuner.hpp"

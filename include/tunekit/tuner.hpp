@@ -57,9 +57,10 @@ struct TunerOptions {
   /// Measuring serially a kernel that compiles ahead (PrefetchingKernel): before trial k of a
   /// round is measured, the compilation of the round's configs k+1 .. k+compile_ahead starts on
   /// other threads (each config once), so the host compiles them while the device runs config k.
-  /// 0: none; compiled when measured (also for an evaluator that measures in a forked child,
-  /// Isolated, which cannot wait for the parent's threads). A farm's workers measure one job at
-  /// a time and do not compile ahead.
+  /// 0: none; compiled when measured. An evaluator that measures in a forked child (Isolated:
+  /// `measures_in_child`), which could not use a compilation running on a thread of the parent,
+  /// is never compiled ahead for. A farm's workers measure one job at a time and do not compile
+  /// ahead.
   std::size_t compile_ahead = 4;
 
   void validate() const {
@@ -146,6 +147,11 @@ class CompileAhead {
   std::size_t ahead_;
   std::size_t next_ = 0;
 };
+
+/// Whether an evaluator measures in a forked child (Isolated), where a compilation started ahead
+/// on a thread of the parent is of no use.
+template <class E>
+inline constexpr bool measures_in_child_v = requires { requires E::measures_in_child; };
 
 /// kernel.prefetch(the configs `ahead` gives before trial k), for a PrefetchingKernel.
 template <class K>
@@ -556,7 +562,8 @@ class Tuner {
     for (; k < batch.size() && (std::is_same_v<F, detail::NoFarm> || recorded_left_ > 0); ++k) {
       // Serially, what is measured from here on is compiled ahead (a farm's trials are measured
       // by its workers; recorded trials are not measured).
-      if (std::is_same_v<F, detail::NoFarm> && recorded_left_ == 0) detail::compile_ahead(kernel, ahead, k);
+      if constexpr (std::is_same_v<F, detail::NoFarm> && !detail::measures_in_child_v<EvaluatorT>)
+        if (recorded_left_ == 0) detail::compile_ahead(kernel, ahead, k);
       const TrialResult r = trial(kernel, batch[k], loop, callbacks...);
       if (r == TrialResult::ask_again || after(r)) return r;
     }

@@ -127,3 +127,17 @@ TEST_CASE("compile ahead: 0 prefetches nothing, and recorded trials of an exact 
     CHECK(prefetched == (t == 7 || t == 9 || t == 10 || t == 11));
   }
 }
+
+TEST_CASE("compile ahead: an evaluator that measures in a forked child is never compiled ahead for") {
+  static_assert(tunekit::detail::measures_in_child_v<tunekit::Isolated<tunekit::Deterministic>>);
+  static_assert(!tunekit::detail::measures_in_child_v<tunekit::Deterministic>);
+  RecordingKernel kernel;
+  tunekit::Tuner<tunekit::NoSurrogate, tunekit::PredictedMean, tunekit::RandomSearch,
+                 tunekit::Isolated<tunekit::Deterministic>>
+      tuner(kernel.space(), {.budget = {.trials = 8}, .plan_size = 4, .compile_ahead = 3});
+  tunekit::Rng rng(5);
+  const auto result = tuner.tune(kernel, rng);
+  CHECK(result.trials == 8);
+  CHECK(tuner.history().size() == 8);
+  CHECK(kernel.prefetched_at.empty());
+}

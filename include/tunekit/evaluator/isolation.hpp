@@ -158,6 +158,9 @@ template <class Inner = Deterministic>
 class Isolated {
  public:
   using Params = IsolationParams;
+  /// It measures in a forked child: a Tuner does not compile ahead for it (a compilation on a
+  /// thread of the parent is not in the child; TunerOptions::compile_ahead).
+  static constexpr bool measures_in_child = true;
 
   Isolated() : Isolated(Inner(), Params()) {}
   explicit Isolated(Inner inner, Params p = {}) : inner_(std::move(inner)), p_(p) {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The tuned conv2d against oneDNN on the ResNet-18 layers, as docs/performance.md measures it: each
+# layer tuned once with tune_conv2d, then compared with oneDNN twice more from the same log
+# (--resume replays the tuning and times the same best configuration again), in turns each time;
+# prints the median of the three comparisons per layer. Run it on a quiet machine: nothing else
+# may run beside it.
+#
+#   bench/conv2d_onednn.sh [BUILD_DIR]        default build
+#   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS=60 bench/conv2d_onednn.sh build-avx2
+#
+# For the AVX2 path on an AVX-512 host, use a -DTUNEKIT_MARCH=x86-64-v3 build and cap oneDNN:
+# ONEDNN_MAX_CPU_ISA=AVX2 (docs/performance.md).
+set -euo pipefail
+build=${1:-build}
+program="$build/examples/tune_conv2d"
+[[ -x $program ]] || { echo "conv2d_onednn: $program not built (cmake --build $build --target tune_conv2d)" >&2; exit 2; }
+layers=${LAYERS:-1 2 3 4 5 6 7 8 9 10 11 12}
+tuner=${TUNER:-autotvm}
+budget=${BUDGET:-1500}
+seconds=${SECONDS_PER_LAYER:-60}
+runs=${RUNS:-51}
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+echo "conv2d_onednn: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+  "tuner $tuner, budget $budget, $seconds s, $runs runs per comparison; logs in $out"
+printf '| layer | tunekit GFLOPS | oneDNN GFLOPS | vs oneDNN | ratios | oneDNN kernel |\n|---|---|---|---|---|---|\n'
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+for layer in $layers; do
+  log="$out/C$layer.jsonl"
+  args=(--layer "$layer" --tuner "$tuner" --budget "$budget" --seconds "$seconds" --runs "$runs" --log "$log"
+        --curve "$out/C${layer}_curve.csv")
+  : >"$out/C$layer.txt"
+  for pass in 1 2 3; do
+    extra=()
+    [[ $pass -gt 1 ]] && extra=(--resume)
+    "$program" "${args[@]}" "${extra[@]}" >>"$out/C$layer.txt" 2>&1
+  done
+  # Rows: "tunekit conv2d, tuned  ms GFLOPS ratio" and "oneDNN x.y KERNEL  ms GFLOPS 1.00".
+  ratios=$(awk '/^tunekit conv2d, tuned/ {print $(NF)}' "$out/C$layer.txt")
+  ours=$(awk '/^tunekit conv2d, tuned/ {print $(NF-1)}' "$out/C$layer.txt" | median)
+  theirs=$(awk '/^oneDNN [0-9]/ {print $(NF-1)}' "$out/C$layer.txt" | median)
+  kernel=$(awk '/^oneDNN [0-9]/ {print $3; exit}' "$out/C$layer.txt")
+  printf '| C%s | %s | %s | %s | %s | %s |\n' "$layer" "$ours" "$theirs" "$(echo "$ratios" | median)" \
+    "$(echo $ratios | tr ' ' '/')" "$kernel"
+done

@@ -6,7 +6,7 @@
 # may run beside it.
 #
 #   bench/conv2d_onednn.sh [BUILD_DIR]        default build
-#   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS=60 bench/conv2d_onednn.sh build-avx2
+#   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 OUT=DIR bench/conv2d_onednn.sh build-avx2
 #
 # For the AVX2 path on an AVX-512 host, use a -DTUNEKIT_MARCH=x86-64-v3 build and cap oneDNN:
 # ONEDNN_MAX_CPU_ISA=AVX2 (docs/performance.md).

@@ -15,7 +15,7 @@ satisfies the family's restrictions, in lexicographic order of the parameter val
 Families (kernel models) and their knobs:
   gemm       tiled SGEMM C = A B (M = N = K = size): threads per block BX x BY, per-thread
              register tile TM x TN, vector width VW, k-slice KB, shared-memory caching of A and B
-             (SA, SB), k-loop unrolling (UNR).
+             (SA, SB), k-loop unrolling (UNR), in half the files double buffering (DB).
   conv       2D convolution, F x F filter on a size x size image: block BX x BY, per-thread output
              tile TX x TY, shared-memory input tile (SHM) with row padding (PAD), read-only-cache
              loads (RO), unrolled filter loops (UNR).
@@ -117,9 +117,9 @@ def combine(times, overlap=0.25):
 
 
 def bank_conflict_degree(rows, row_words, col_stride, warp):
-    """Max same-bank distinct addresses of one warp's 32-bit reads (32 banks): threads laid out
-    along x (`rows` threads per row group is computed by the caller) reading word
-    row*row_words + x*col_stride. rows: threads along x in the block."""
+    """Bank-conflict degree (most distinct words in one of 32 banks) of one warp's 32-bit reads
+    of a shared-memory tile: `rows` threads along x per block row, thread (x, y) reading word
+    y*row_words + x*col_stride."""
     lanes = np.arange(min(warp, 32))
     x = lanes % rows
     y = lanes // rows

@@ -1,6 +1,6 @@
-// Tunes tunekit's CUDA conv2d (NVRTC-compiled) on a ResNet-18 layer on the first GPU, then
-// compares the best configuration with cuDNN's fastest fp32 forward convolution on the same
-// tensors in this process.
+// Tunes tunekit's CUDA conv2d (NVRTC-compiled) on a ResNet-18 layer on a GPU, or on W GPUs with
+// --workers W (one worker process each, docs/farm.md), then compares the best configuration with
+// cuDNN's fastest fp32 forward convolution on the same tensors in this process.
 
 #include <tunekit/kernels/cpu/resnet18.hpp>
 #include <tunekit/kernels/cuda/conv2d.hpp>
@@ -27,7 +27,7 @@ forward algorithm (cudnnFindConvolutionForwardAlgorithm, FMA math: fp32, no TF32
 options:
   --layer NAME      resnet18.C1 ... resnet18.C12                           [resnet18.C6]
   --batch N         images per run                                         [1]
-  --device D        CUDA device ordinal                                    [0]
+  --device D        CUDA device ordinal (without --workers)                [0]
 )";
 
 void check_cudnn(cudnnStatus_t s, const char* what) {
@@ -116,8 +116,11 @@ int main(int argc, char** argv) {
   const std::string layer = cl.text("--layer", "resnet18.C6");
   const std::size_t batch = cl.count("--batch", 1);
   const int device = static_cast<int>(cl.count("--device", 0));
-  const examples::TuningSetup setup = examples::read_setup(cl, "tune_conv2d_cuda", defaults);
+  examples::TuningSetup setup = examples::read_setup(cl, "tune_conv2d_cuda", defaults);
   cl.reject_unknown();
+  if (setup.workers > 0 && cl.given("--device"))
+    cl.fail("--device and --workers: the workers measure on GPUs 0..W-1, or on the first W of "
+            "CUDA_VISIBLE_DEVICES");
   if (batch == 0) cl.fail("--batch must be at least 1");
 
   try {
@@ -127,6 +130,9 @@ int main(int argc, char** argv) {
     const tunekit::cuda::Conv2dShape shape{i(batch), i(c.height), i(c.width), i(c.in_channels), i(c.out_channels),
                                            i(c.kernel_h), i(c.kernel_w), i(c.pad_h), i(c.pad_w), i(c.stride_h),
                                            i(c.stride_w)};
+    // Neither the kernel nor the GPU count opens a device in this process (they are read in a
+    // child process): the workers, forked when the tuning starts, open their own.
+    if (setup.workers > 0) setup.gpus = examples::cuda_worker_gpus(cl, setup.workers, tunekit::cuda::device_count());
     tunekit::cuda::Conv2dKernel kernel(shape, {.device = device, .seed = setup.seed});
     std::printf("tune_conv2d_cuda: %s (batch %zu) on %s (%s)\n", layer.c_str(), batch,
                 kernel.device_info().name.c_str(), kernel.device_info().arch().c_str());
@@ -137,6 +143,9 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+    // cuDNN and the best configuration on device `device` of this process (opened here when
+    // workers measured).
+    kernel.open();
     const tunekit::Config best = result.best->config;
     CudnnConvolution cudnn(kernel);
     tunekit::Rng rng(setup.seed);

@@ -1,5 +1,6 @@
-// Tunes tunekit's CUDA SGEMM (NVRTC-compiled) on the first GPU, then compares the best
-// configuration with cuBLAS's SGEMM on the same matrices in this process.
+// Tunes tunekit's CUDA SGEMM (NVRTC-compiled) on a GPU, or on W GPUs with --workers W (one
+// worker process each, docs/farm.md), then compares the best configuration with cuBLAS's SGEMM
+// on the same matrices in this process.
 
 #include <tunekit/kernels/cuda/gemm.hpp>
 #include <tunekit/tunekit.hpp>
@@ -21,7 +22,7 @@ times the best one against cuBLAS's cublasSgemm (fp32, no TF32) on the same matr
 options:
   --size N          M = N = K                                              [2048]
   --m M --n N --k K the three sizes separately
-  --device D        CUDA device ordinal                                    [0]
+  --device D        CUDA device ordinal (without --workers)                [0]
 )";
 
 }  // namespace
@@ -34,10 +35,16 @@ int main(int argc, char** argv) {
   const auto m = static_cast<std::int64_t>(cl.count("--m", size)), n = static_cast<std::int64_t>(cl.count("--n", size)),
              k = static_cast<std::int64_t>(cl.count("--k", size));
   const int device = static_cast<int>(cl.count("--device", 0));
-  const examples::TuningSetup setup = examples::read_setup(cl, "tune_gemm_cuda", defaults);
+  examples::TuningSetup setup = examples::read_setup(cl, "tune_gemm_cuda", defaults);
   cl.reject_unknown();
+  if (setup.workers > 0 && cl.given("--device"))
+    cl.fail("--device and --workers: the workers measure on GPUs 0..W-1, or on the first W of "
+            "CUDA_VISIBLE_DEVICES");
 
   try {
+    // Neither the kernel nor the GPU count opens a device in this process (they are read in a
+    // child process): the workers, forked when the tuning starts, open their own.
+    if (setup.workers > 0) setup.gpus = examples::cuda_worker_gpus(cl, setup.workers, tunekit::cuda::device_count());
     tunekit::cuda::GemmKernel kernel(m, n, k, {.device = device, .seed = setup.seed});
     std::printf("tune_gemm_cuda: SGEMM %lldx%lldx%lld on %s (%s)\n", static_cast<long long>(m),
                 static_cast<long long>(n), static_cast<long long>(k), kernel.device_info().name.c_str(),
@@ -49,7 +56,9 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-    // Side by side on the same matrices: the best configuration and cuBLAS.
+    // Side by side on the same matrices: the best configuration and cuBLAS, on device `device`
+    // of this process (opened here when workers measured).
+    kernel.open();
     const tunekit::Config best = result.best->config;
     tunekit::Rng rng(setup.seed);
     auto one = [](tunekit::RunResult r) {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -32,11 +33,12 @@ struct TuningSetup {
   /// ... and of adatune's adaptive evaluator.
   tunekit::AdaptiveCVParams adaptive{};
   /// Worker processes measuring each round in parallel (tunekit::LocalFarm), each pinned to its
-  /// share of the cores; 0: measure in this process.
+  /// share of the cores, or each on its own GPU (`cuda`); 0: measure in this process.
   std::size_t workers = 0;
-  /// Whether the program can measure on a farm: its kernel must not hold a device context
-  /// when the workers are forked (the CUDA programs open theirs before tuning: no).
-  bool farm = true;
+  /// Whether the workers are GPUs (the CUDA programs): worker i measures on gpus[i]
+  /// (tunekit::cuda_workers), which the program fills with cuda_worker_gpus.
+  bool cuda = false;
+  std::vector<int> gpus{};
 };
 
 /// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (tpe-local),
@@ -47,7 +49,7 @@ inline const TuningSetup cuda_tuning_defaults{
     .seconds = 300,
     .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},
     .adaptive = {.max_runs = 20, .batch = 2, .timeout_seconds = 10.0},
-    .farm = false};
+    .cuda = true};
 
 /// The usage lines of the options read_setup reads (and --help), with the defaults of `d` and
 /// `program`'s file names: `data` names what --seed also draws, `clock` what --seconds counts.
@@ -69,7 +71,12 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
-  if (d.farm)
+  if (d.cuda)
+    text +=
+        "  --workers W       measure each round on W GPUs, one worker process each (docs/farm.md):\n"
+        "                    GPUs 0..W-1, or the first W of CUDA_VISIBLE_DEVICES; the same\n"
+        "                    trials, W configurations at a time                                  [0]\n";
+  else
     text +=
         "  --workers W       measure each round on W worker processes, each pinned to 1/W of the\n"
         "                    cores (docs/farm.md): the same trials, W configurations at a time   [0]\n";
@@ -95,10 +102,7 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.log = cl.text("--log", program + ".jsonl");
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
-  if (cl.given("--workers")) {
-    if (!d.farm) cl.fail("--workers: this program opens its device before tuning and cannot fork workers");
-    s.workers = cl.count("--workers", 1);
-  }
+  s.workers = cl.count("--workers", 0);
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
   try {
     tunekit::check_preset(s.tuner);
@@ -107,6 +111,30 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   }
   if (s.plan_size == 0) cl.fail("--plan-size must be at least 1");
   return s;
+}
+
+/// The GPUs of the CUDA programs' `workers` workers, `visible` being the number of CUDA devices
+/// this process sees (tunekit::cuda::device_count): the first W entries of CUDA_VISIBLE_DEVICES
+/// when it is set (a worker's own CUDA_VISIBLE_DEVICES replaces it, so it must name the GPU as the
+/// machine numbers it), else 0 .. W-1. Fails with a message when fewer than W are visible, or
+/// when CUDA_VISIBLE_DEVICES names a GPU otherwise than by its number (a UUID).
+inline std::vector<int> cuda_worker_gpus(tunekit::cli::CommandLine& cl, std::size_t workers, int visible) {
+  if (workers > static_cast<std::size_t>(std::max(visible, 0)))
+    cl.fail("--workers " + std::to_string(workers) + ": this process sees " + std::to_string(visible) +
+            " CUDA device(s)");
+  std::vector<int> gpus;
+  const char* listed = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string rest = listed ? listed : "";
+  while (listed && gpus.size() < workers) {
+    const std::string item = rest.substr(0, rest.find(','));
+    rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : "";
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      cl.fail("--workers: CUDA_VISIBLE_DEVICES='" + std::string(listed) + "' names a GPU as '" + item +
+              "'; the workers need GPU numbers (e.g. CUDA_VISIBLE_DEVICES=2,3)");
+    gpus.push_back(std::stoi(item));
+  }
+  for (int g = 0; !listed && gpus.size() < workers; ++g) gpus.push_back(g);
+  return gpus;
 }
 
 /// Prints how many configurations of the space are valid.
@@ -133,8 +161,15 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   TuningOutcome out;
   if (s.workers > 0) {
     const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / s.workers);
-    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(s.workers, cores)});
-    std::printf("measuring on %zu worker processes, %zu cores each\n", s.workers, cores);
+    tunekit::LocalFarm farm(
+        {.devices = s.cuda ? tunekit::cuda_workers(s.gpus) : tunekit::cpu_workers(s.workers, cores)});
+    if (s.cuda) {
+      std::string names;
+      for (const auto& d : farm.options().devices) names += (names.empty() ? "" : ", ") + d.name;
+      std::printf("measuring on %zu worker processes, one GPU each (%s)\n", s.workers, names.c_str());
+    } else {
+      std::printf("measuring on %zu worker processes, %zu cores each\n", s.workers, cores);
+    }
     out.result = tuner.tune(kernel, farm, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
                             tunekit::CurveRecorder(s.curve));
   } else {

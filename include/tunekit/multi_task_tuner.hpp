@@ -225,8 +225,7 @@ class MultiTaskTuner {
       if (job.task >= tasks_.size() || job.task >= std::size(kernels))
         throw std::invalid_argument("farm job of task " + std::to_string(job.task) + " of " +
                                     std::to_string(tasks_.size()));
-      Rng r = job.rng();
-      return tasks_[job.task].tuner.evaluator().measure(kernel_of(kernels, job.task), job.config, r);
+      return detail::measure_farm_job(tasks_[job.task].tuner.evaluator(), kernel_of(kernels, job.task), job);
     };
     return detail::with_farm(
         farm, work, [&] { return tune_loop(kernels, farm, rng, callbacks...); },

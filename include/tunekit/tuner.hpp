@@ -59,8 +59,9 @@ struct TunerOptions {
   /// other threads (each config once), so the host compiles them while the device runs config k.
   /// 0: none; compiled when measured. An evaluator that measures in a forked child (Isolated:
   /// `measures_in_child`), which could not use a compilation running on a thread of the parent,
-  /// is never compiled ahead for. A farm's workers measure one job at a time and do not compile
-  /// ahead.
+  /// is never compiled ahead for. On a measurement farm each worker is handed, with a job, up
+  /// to this many of the round's later configs that it will measure next, and starts compiling
+  /// them before it measures the job (FarmJob::compile_ahead).
   std::size_t compile_ahead = 4;
 
   void validate() const {
@@ -152,6 +153,17 @@ class CompileAhead {
 /// on a thread of the parent is of no use.
 template <class E>
 inline constexpr bool measures_in_child_v = requires { requires E::measures_in_child; };
+
+/// What a farm's worker does with a job of a task whose evaluator and kernel (the worker's copy)
+/// these are: starts compiling the configs the farm handed it to compile ahead (job.prefetch,
+/// a PrefetchingKernel), then measures the job's config with the job's stream.
+template <class E, class K>
+Measurement measure_farm_job(E& evaluator, K& kernel, const FarmJob& job) {
+  if constexpr (PrefetchingKernel<K>)
+    if (!job.prefetch.empty()) kernel.prefetch(job.prefetch);
+  Rng rng = job.rng();
+  return evaluator.measure(kernel, job.config, rng);
+}
 
 /// kernel.prefetch(the configs `ahead` gives before trial k), for a PrefetchingKernel.
 template <class K>
@@ -432,13 +444,22 @@ class Tuner {
   }
 
   /// What a farm's worker does for this tuner: measures a job with the evaluator on `kernel`
-  /// (the worker's copy) with the job's measurement stream.
+  /// (the worker's copy) with the job's measurement stream, after it started compiling the
+  /// configs the farm handed it to compile ahead (detail::measure_farm_job).
   template <class K>
   FarmWork farm_work(K& kernel) {
-    return [this, &kernel](const FarmJob& job) {
-      Rng rng = job.rng();
-      return parts_.evaluator.measure(kernel, job.config, rng);
-    };
+    return [this, &kernel](const FarmJob& job) { return detail::measure_farm_job(parts_.evaluator, kernel, job); };
+  }
+
+  /// How many later configs of its batch a farm's worker may compile ahead of each job of this
+  /// tuner on `K` (FarmJob::compile_ahead): options().compile_ahead for a PrefetchingKernel,
+  /// unless the evaluator measures in a forked child; 0 otherwise.
+  template <class K>
+  std::size_t farm_compile_ahead() const noexcept {
+    if constexpr (PrefetchingKernel<K> && !detail::measures_in_child_v<EvaluatorT>)
+      return options_.compile_ahead;
+    else
+      return 0;
   }
 
  private:
@@ -550,7 +571,8 @@ class Tuner {
   /// The trials of a batch from `ask`, in order, as a loop takes them: each by `trial`, or, with
   /// a measurement farm (`farm` not detail::NoFarm), those after the recorded ones of an exact
   /// resume measured on the farm as jobs of task `task` (trial i with stream i of
-  /// loop.measurement_seed, as `trial` measures it) and told in batch order. After each trial
+  /// loop.measurement_seed, as `trial` measures it; compiled ahead in the workers,
+  /// farm_compile_ahead) and told in batch order. After each trial
   /// told, `after(result)` says whether the batch ends there (the rest is not told; a farm
   /// drops it). Returns the last trial's result (ask_again: the exact resume ended; see
   /// TrialResult), told when the batch ran out.
@@ -573,7 +595,7 @@ class Tuner {
       jobs.reserve(batch.size() - k);
       for (std::size_t j = k; j < batch.size(); ++j)
         jobs.push_back(FarmJob{.task = task, .config = batch[j], .measurement_seed = loop.measurement_seed,
-                               .trial = history_.size() + (j - k)});
+                               .trial = history_.size() + (j - k), .compile_ahead = farm_compile_ahead<K>()});
       TrialResult last = TrialResult::told;
       farm.measure(std::span<const FarmJob>(jobs), FarmSink([&](std::size_t i, Measurement&& m) {
                      if (history_.size() != jobs[i].trial)

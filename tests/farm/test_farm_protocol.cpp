@@ -31,8 +31,21 @@ TEST_CASE("farm protocol: a job and a result round-trip, a damaged one is refuse
   CHECK(back.measurement_seed == job.measurement_seed);
   CHECK(back.trial == 41);
   CHECK(back.rng()() == job.rng()());
+  CHECK(back.compile_ahead == 0);
+  CHECK(back.prefetch.empty());
   CHECK_FALSE(detail::FarmCodec::decode_job(bytes.substr(0, bytes.size() - 1), id, back));
   CHECK_FALSE(detail::FarmCodec::decode_job(bytes + "x", id, back));
+
+  // With the configs to compile ahead (JobQueue, FarmJob::prefetch).
+  const FarmJob ahead{.task = 1, .config = {0, 3}, .measurement_seed = 9, .trial = 2, .compile_ahead = 4,
+                      .prefetch = {{1, 2}, {2, 0}, {0, 1}}};
+  const std::string with = detail::FarmCodec::encode_job(18, ahead);
+  REQUIRE(detail::FarmCodec::decode_job(with, id, back));
+  CHECK(id == 18);
+  CHECK(back.config == ahead.config);
+  CHECK(back.compile_ahead == 4);
+  CHECK(back.prefetch == ahead.prefetch);
+  CHECK_FALSE(detail::FarmCodec::decode_job(with.substr(0, with.size() - 2), id, back));
 
   Measurement m = Measurement::from_samples({1e-3, 2e-3, 3e-3}, 0.5);
   m.host = "node7";

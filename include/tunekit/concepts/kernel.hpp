@@ -47,7 +47,8 @@ concept VerifiableKernel = Kernel<K> && requires(K& k, const Config& c) {
 /// measurement: `prefetch(const std::vector<Config>&)` starts their compilation on other threads
 /// and returns at once (the CUDA kernels: ProgramCache::prefetch). A serial `tune` calls it with
 /// the next configs of its round (TunerOptions::compile_ahead) before it measures the current
-/// one, so that the host compiles while the device runs.
+/// one, so that the host compiles while the device runs; a farm's worker calls it with the
+/// configs of the jobs it will measure next (FarmJob::prefetch).
 template <class K>
 concept PrefetchingKernel = Kernel<K> && requires(K& k, const std::vector<Config>& configs) {
   k.prefetch(configs);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace tunekit {
 
@@ -23,6 +24,14 @@ struct FarmJob {
   /// The seed of the task's measurement streams and the trial's position in its history.
   std::uint64_t measurement_seed = 0;
   std::uint64_t trial = 0;
+  /// Compilation ahead in the worker (TunerOptions::compile_ahead): up to this many of the
+  /// batch's later jobs of the same task are handed to the worker that measures this job, to
+  /// compile while it measures (0: none; the tuner sets it for a PrefetchingKernel).
+  std::size_t compile_ahead = 0;
+  /// Filled by the farm when it hands the job to a worker: the configs of the jobs it will hand
+  /// that worker next, which the worker starts compiling (kernel.prefetch) before it measures
+  /// this one. Empty: nothing to compile ahead.
+  std::vector<Config> prefetch{};
 
   /// The generator the job is measured with: Tuner::measurement_rng(measurement_seed, trial).
   Rng rng() const { return derive_stream(measurement_seed, trial); }

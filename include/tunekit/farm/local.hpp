@@ -14,6 +14,7 @@
 /// worker set its device's environment (CUDA_VISIBLE_DEVICES): never before the fork.
 
 #include "tunekit/concepts/farm.hpp"
+#include "tunekit/farm/job_queue.hpp"
 #include "tunekit/farm/protocol.hpp"
 
 #include <poll.h>
@@ -36,7 +37,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -115,8 +115,9 @@ struct LocalFarmOptions {
 };
 
 /// A MeasurementFarm of local worker processes, one per device (see the file comment). Jobs are
-/// handed out in order, one at a time to each idle worker; results are handed to the sink in
-/// job order. A worker that dies while measuring (SIGKILL, a crash outside an Isolated
+/// handed out one at a time to each idle worker, in order, or in lanes with the configs each
+/// worker compiles ahead (detail::JobQueue, FarmJob::compile_ahead); results are handed to the
+/// sink in job order. A worker that dies while measuring (SIGKILL, a crash outside an Isolated
 /// evaluator) is restarted and its job measured again (`attempts`); one that passes
 /// `timeout_seconds` is killed and restarted, its job recorded as `timeout`. Warnings go to
 /// `warnings`.
@@ -154,8 +155,8 @@ class LocalFarm {
     const std::size_t n = jobs.size();
     std::vector<std::optional<Measurement>> results(n);
     std::vector<std::size_t> deaths(n, 0);
-    queue_.clear();
-    for (std::size_t i = 0; i < n; ++i) queue_.push_back(i);
+    queue_ = detail::JobQueue(jobs, workers_.size());
+    std::vector<Config> prefetch;
     std::size_t next = 0;
     bool cancelled = false;
     for (;;) {
@@ -179,10 +180,9 @@ class LocalFarm {
       for (auto& w : workers_) {
         if (queue_.empty()) break;
         if (w.pid <= 0 || w.job >= 0) continue;
-        const std::size_t j = queue_.front();
-        queue_.pop_front();
-        if (!send_frame(w.fd, detail::FarmCodec::encode_job(j, jobs[j]))) {
-          queue_.push_front(j);  // it was dead before it got the job
+        const std::size_t j = *queue_.take(w.device, prefetch);
+        if (!send_frame(w.fd, detail::FarmCodec::encode_job(j, detail::handed_job(jobs[j], prefetch)))) {
+          queue_.put_back(j);  // it was dead before it got the job
           lost(w, true, results, deaths);
           continue;
         }
@@ -468,7 +468,7 @@ class LocalFarm {
           m.device = name;
           results[j] = std::move(m);
         } else {
-          queue_.push_front(j);
+          queue_.put_back(j);
         }
       }
       if (warnings_)
@@ -478,6 +478,7 @@ class LocalFarm {
                    << "\n";
     }
     w.job = -1;
+    queue_.release(w.device);  // what it compiled ahead died with it
     if (restarted_ >= options_.restarts) {
       if (warnings_) *warnings_ << "tunekit: warning: farm worker " << name << " is not restarted (no restarts left)\n";
       return;
@@ -494,7 +495,7 @@ class LocalFarm {
   std::vector<Worker> workers_{};
   bool started_ = false;
   std::size_t restarted_ = 0;
-  std::deque<std::size_t> queue_{};  // the jobs of `measure` not handed out yet, in order
+  detail::JobQueue queue_{};  // the jobs of `measure` not handed out yet
 };
 
 static_assert(MeasurementFarm<LocalFarm>);

@@ -19,6 +19,7 @@
 
 #include "tunekit/concepts/farm.hpp"
 #include "tunekit/evaluator/isolation.hpp"
+#include "tunekit/farm/job_queue.hpp"
 #include "tunekit/farm/protocol.hpp"
 
 #include <mpi.h>
@@ -121,8 +122,9 @@ struct FarmJobEvaluator {
 }  // namespace detail
 
 /// A MeasurementFarm over the ranks of an MPI communicator (see the file comment): rank 0 hands
-/// jobs out in order, one at a time to each idle rank, and gives the results to the sink in
-/// job order.
+/// jobs out one at a time to each idle rank, in order, or in lanes with the configs each rank
+/// compiles ahead (detail::JobQueue, FarmJob::compile_ahead), and gives the results to the sink
+/// in job order.
 class MpiFarm {
  public:
   explicit MpiFarm(MpiFarmOptions options = {}, MPI_Comm comm = MPI_COMM_WORLD) : options_(options), comm_(comm) {
@@ -156,7 +158,11 @@ class MpiFarm {
     const std::size_t n = jobs.size();
     std::vector<std::optional<Measurement>> results(n);
     std::vector<long long> busy(static_cast<std::size_t>(size_), -1);
-    std::size_t next = 0, handed = 0, in_flight = 0;
+    // Worker rank r is the queue's worker r - 1. A rank that measures each job in a child
+    // process (timeout_seconds) would lose what it compiled ahead: none is handed out.
+    detail::JobQueue queue(jobs, static_cast<std::size_t>(size_ - 1), !std::isfinite(options_.timeout_seconds));
+    std::vector<Config> prefetch;
+    std::size_t next = 0, in_flight = 0;
     bool cancelled = false;
     for (;;) {
       while (!cancelled && next < n && results[next]) {
@@ -165,14 +171,14 @@ class MpiFarm {
         cancelled = !sink(next, std::move(m));
         ++next;
       }
-      if (cancelled || next == n) handed = n;  // hand out nothing more
-      if (handed == n && in_flight == 0) return;
-      for (int r = 1; r < size_ && handed < n; ++r) {
+      if (cancelled || next == n) queue.clear();  // hand out nothing more
+      if (queue.empty() && in_flight == 0) return;
+      for (int r = 1; r < size_ && !queue.empty(); ++r) {
         if (busy[static_cast<std::size_t>(r)] >= 0) continue;
-        const std::string msg = detail::FarmCodec::encode_job(handed, jobs[handed]);
+        const std::size_t j = *queue.take(static_cast<std::size_t>(r - 1), prefetch);
+        const std::string msg = detail::FarmCodec::encode_job(j, detail::handed_job(jobs[j], prefetch));
         check(MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, r, job_tag, comm_), "MPI_Send");
-        busy[static_cast<std::size_t>(r)] = static_cast<long long>(handed);
-        ++handed;
+        busy[static_cast<std::size_t>(r)] = static_cast<long long>(j);
         ++in_flight;
       }
       MPI_Status status;

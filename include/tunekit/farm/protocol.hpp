@@ -34,23 +34,23 @@ class FarmCodec : ByteCodec {
     put(out, static_cast<std::uint64_t>(j.task));
     put(out, j.measurement_seed);
     put(out, j.trial);
-    put(out, static_cast<std::uint64_t>(j.config.size()));
-    for (auto v : j.config) put(out, static_cast<std::uint32_t>(v));
+    put(out, static_cast<std::uint64_t>(j.compile_ahead));
+    put_config(out, j.config);
+    put(out, static_cast<std::uint64_t>(j.prefetch.size()));
+    for (const Config& c : j.prefetch) put_config(out, c);
     return out;
   }
 
   static bool decode_job(std::string_view in, std::uint64_t& id, FarmJob& j) {
-    std::uint64_t task = 0, n = 0;
-    if (!get(in, id) || !get(in, task) || !get(in, j.measurement_seed) || !get(in, j.trial) || !get(in, n) ||
-        n > in.size() / sizeof(std::uint32_t))
+    std::uint64_t task = 0, ahead = 0, n = 0;
+    if (!get(in, id) || !get(in, task) || !get(in, j.measurement_seed) || !get(in, j.trial) || !get(in, ahead) ||
+        !get_config(in, j.config) || !get(in, n) || n > in.size() / sizeof(std::uint64_t))
       return false;
     j.task = static_cast<std::size_t>(task);
-    j.config.assign(static_cast<std::size_t>(n), 0);
-    for (auto& v : j.config) {
-      std::uint32_t x = 0;
-      if (!get(in, x)) return false;
-      v = x;
-    }
+    j.compile_ahead = static_cast<std::size_t>(ahead);
+    j.prefetch.assign(static_cast<std::size_t>(n), Config{});
+    for (Config& c : j.prefetch)
+      if (!get_config(in, c)) return false;
     return in.empty();
   }
 
@@ -75,6 +75,21 @@ class FarmCodec : ByteCodec {
   }
 
  private:
+  static void put_config(std::string& out, const Config& c) {
+    put(out, static_cast<std::uint64_t>(c.size()));
+    for (auto v : c) put(out, static_cast<std::uint32_t>(v));
+  }
+  static bool get_config(std::string_view& in, Config& c) {
+    std::uint64_t n = 0;
+    if (!get(in, n) || n > in.size() / sizeof(std::uint32_t)) return false;
+    c.assign(static_cast<std::size_t>(n), 0);
+    for (auto& v : c) {
+      std::uint32_t x = 0;
+      if (!get(in, x)) return false;
+      v = x;
+    }
+    return true;
+  }
   static void put_text(std::string& out, const std::string& s) {
     put(out, static_cast<std::uint64_t>(s.size()));
     out += s;

@@ -247,27 +247,31 @@ inline void conv2d_reference(const Conv2dShape& s, const float* w, const float* 
 
 /// The conv2d of a shape on a CUDA device, as a tunable kernel on random inputs.
 ///
+/// Making it reads the device's limits for the space (query_device, in a child process, unless
+/// the options give them) and computes the reference on the host; it creates no CUDA context:
+/// the device is opened at the first prepare, run or prefetch (or `open()`), in the process that
+/// measures (a LocalFarm's worker, forked after the kernel was made).
+///
 /// `prepare` compiles the config with NVRTC for the device (cached per config), loads it and
 /// fills the output with NaN. `run` times each launch with CUDA events. `verify` checks every
 /// element of the output of the last run against conv2d_reference (double precision on the
 /// host, computed once at construction) within its rounding-error bound; outside it is
-/// `wrong_result`. The evaluators call it after the first run request (a VerifiableKernel).
-/// Throws DriverError from the constructor when there is no usable device.
+/// `wrong_result`. The evaluators call it after the first run request (a VerifiableKernel). A
+/// device that cannot be opened makes every prepare and run a `runtime_error` that says why.
+/// Throws DriverError from the constructor when the device's limits cannot be read (no driver,
+/// no such device).
 class Conv2dKernel {
  public:
   explicit Conv2dKernel(const Conv2dShape& shape, KernelOptions options = {})
       : shape_((shape.validate(), shape)), options_((options.validate(), options)),
-        device_(Device::open(options.device)),
-        space_(conv2d_space(shape, {.max_threads = device_.info().max_threads_per_block,
-                                    .max_shared = std::min(48 * 1024, device_.info().max_shared_per_block)})),
-        launcher_(device_, conv2d_source(), "tk_kernel") {
+        device_(options_, conv2d_source(), "tk_kernel", [this] { setup_device(); }),
+        space_(conv2d_space(shape, device_.limits())) {
     w_host_ = detail::random_floats(static_cast<std::size_t>(shape.out_channels * shape.in_channels *
                                                              shape.kernel_h * shape.kernel_w), options_.seed);
     x_host_ = detail::random_floats(static_cast<std::size_t>(shape.batch * shape.in_channels * shape.height *
                                                              shape.width), options_.seed + 1);
     conv2d_reference(shape_, w_host_.data(), x_host_.data(), reference_, bound_);
     y_host_.resize(reference_.size());
-    setup_device();
   }
   Conv2dKernel(const Conv2dKernel&) = delete;
   Conv2dKernel& operator=(const Conv2dKernel&) = delete;
@@ -282,29 +286,46 @@ class Conv2dKernel {
            "_r" + std::to_string(s.kernel_h) + "_s" + std::to_string(s.kernel_w) + "_stride" +
            std::to_string(s.stride_h);
   }
-  std::string device() const { return "cuda-" + device_.info().name; }
+  /// "cuda-<device name>", or "cuda:<ordinal>" while the name is unknown (limits given, device
+  /// not opened).
+  std::string device() const { return device_.name(); }
+  /// The device (see DeviceLauncher::info).
   const DeviceInfo& device_info() const noexcept { return device_.info(); }
-  Launcher& launcher() noexcept { return launcher_; }
-  /// Device buffers of the filter, input and output (for a reference library in the same run).
+  /// Whether the device is open (this process holds its context).
+  bool is_open() const noexcept { return device_.is_open(); }
+  /// Opens the device now (its first prepare, run or prefetch does otherwise); throws
+  /// DriverError when it cannot be opened.
+  void open() { device_.open(); }
+  /// The launcher on the opened device (opening it; throws DriverError when it cannot).
+  Launcher& launcher() { return device_.open(); }
+  /// Device buffers of the filter, input and output (for a reference library in the same run;
+  /// 0 until the device is open).
   CUdeviceptr weights() const noexcept { return w_.get(); }
   CUdeviceptr input() const noexcept { return x_.get(); }
   CUdeviceptr output() const noexcept { return y_.get(); }
 
   /// Starts compiling configs on other threads (ahead of their measurement).
   void prefetch(const std::vector<Config>& configs) {
-    for (const Config& c : configs) launcher_.prefetch(conv2d_defines(space_, c));
+    std::vector<std::vector<Define>> defines;
+    for (const Config& c : configs) defines.push_back(conv2d_defines(space_, c));
+    device_.prefetch(defines);
   }
 
   /// Compiles and loads the config and fills the output with NaN.
   RunResult prepare(const Config& c) {
-    return prepare_output(launcher_, conv2d_defines(space_, c), y_, [&](RunResult r) { return after(std::move(r)); });
+    return device_.with_open([&](Launcher& l) {
+      return prepare_output(l, conv2d_defines(space_, c), y_, [&](RunResult r) { return after(std::move(r)); });
+    });
   }
 
-  RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
+  RunResult run(const Config& c, std::size_t runs, Rng&) {
+    return device_.with_open([&](Launcher&) { return launch(c, runs); });
+  }
 
   /// Checks the output of the last run (of `c`) against the reference: ok, or wrong_result naming
   /// the worst element.
   RunResult verify(const Config& /*c*/) {
+    if (!device_.is_open()) return {Status::runtime_error, {}, "verify: nothing was run on the device", -1.0};
     return verify_output(
         y_, y_host_, [&](std::size_t i) { return reference_[i]; }, [&](std::size_t i) { return bound_[i]; },
         [&](std::size_t i) {
@@ -318,12 +339,12 @@ class Conv2dKernel {
   RunResult launch(const Config& c, std::size_t runs) {
     CUdeviceptr w = w_.get(), x = x_.get(), y = y_.get();
     void* args[] = {&w, &x, &y};
-    return after(launcher_.time(conv2d_defines(space_, c), conv2d_geometry(space_, c), args, runs));
+    return after(device_.open().time(conv2d_defines(space_, c), conv2d_geometry(space_, c), args, runs));
   }
 
   // After a fault the context is gone: reset it and re-create the buffers.
   RunResult after(RunResult r) {
-    return launcher_.recover(
+    return device_.open().recover(
         std::move(r),
         [&] {
           w_.abandon();
@@ -333,8 +354,9 @@ class Conv2dKernel {
         [&] { setup_device(); });
   }
 
+  // The device was just opened (or reset): the buffers, the inputs uploaded.
   void setup_device() {
-    device_.make_current();
+    device_.open().device().make_current();
     w_ = DeviceBuffer(w_host_.size());
     x_ = DeviceBuffer(x_host_.size());
     y_ = DeviceBuffer(y_host_.size());
@@ -344,9 +366,8 @@ class Conv2dKernel {
 
   Conv2dShape shape_;
   KernelOptions options_;
-  Device device_;  // first in, last out: the buffers below live in its context
+  DeviceLauncher device_;  // before the buffers: the device outlives them
   SearchSpace space_;
-  Launcher launcher_;
   std::vector<float> w_host_, x_host_, y_host_;
   std::vector<double> reference_, bound_;
   DeviceBuffer w_, x_, y_;

@@ -6,12 +6,28 @@
 /// toolkit's stub would not even start on a machine without a driver. So the driver is opened
 /// with dlopen on first use, and a machine without it (or without a device) is a clean
 /// `DriverError` from `Device::open`, which tests turn into a skip.
+///
+/// Neither a CUDA context nor the driver's initialisation (cuInit) survives `fork`: a process
+/// that forks measurement workers (LocalFarm) must not touch the driver before. `query_device`
+/// reads a device's description in a short-lived child process for such a process.
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <functional>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -115,6 +131,13 @@ inline const DriverApi& driver_api() {
   return api;
 }
 
+/// Whether this process initialised the driver (cuInit succeeded in Device::open or
+/// query_device): a child forked from here could no longer use it.
+inline std::atomic<bool>& driver_initialised() {
+  static std::atomic<bool> done{false};
+  return done;
+}
+
 }  // namespace detail
 
 /// The loaded driver; throws DriverError when libcuda.so.1 cannot be opened.
@@ -173,6 +196,172 @@ struct DeviceInfo {
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
 };
 
+namespace detail {
+
+/// Initialises the driver and describes device `ordinal`, in this process (no context is made).
+/// Throws DriverError.
+inline CUdevice init_and_describe(int ordinal, DeviceInfo& info) {
+  const DriverApi& api = driver();
+  check(api.init(0), "cuInit");
+  driver_initialised() = true;
+  int count = 0;
+  check(api.device_get_count(&count), "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= count)
+    throw DriverError("no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(count) + " found)",
+                      CUDA_ERROR_INVALID_DEVICE);
+  CUdevice device = 0;
+  check(api.device_get(&device, ordinal), "cuDeviceGet");
+  char name[256] = {};
+  check(api.device_get_name(name, sizeof name, device), "cuDeviceGetName");
+  info.ordinal = ordinal;
+  info.name = name;
+  auto attr = [&](CUdevice_attribute a) {
+    int v = 0;
+    check(api.device_get_attribute(&v, a, device), "cuDeviceGetAttribute");
+    return v;
+  };
+  info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.max_shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info.multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  return device;
+}
+
+/// Runs `read` in a short-lived child process (fork) and returns its answer: `read` may
+/// initialise the driver, this process does not. The child writes "ok", a newline and what
+/// `read` returned, or, when `read` throws, "error", the DriverError's code and its text; this
+/// side throws that DriverError again, or one that says the child (`what` it did) died, gave no
+/// answer, or took longer than `timeout_seconds` (it is then killed).
+inline std::string answer_from_child(const std::function<std::string()>& read, const std::string& what,
+                                     double timeout_seconds) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw DriverError(what + ": pipe: " + std::strerror(errno), CUDA_ERROR_OPERATING_SYSTEM);
+  std::fflush(nullptr);  // or the child's copy of buffered output could be written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw DriverError(what + ": fork: " + std::strerror(err), CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string reply;
+    try {
+      reply = "ok\n" + read();
+    } catch (const DriverError& e) {
+      reply = "error\n" + std::to_string(static_cast<int>(e.code())) + "\n" + e.what();
+    } catch (const std::exception& e) {
+      reply = "error\n" + std::to_string(static_cast<int>(CUDA_ERROR_UNKNOWN)) + "\n" + e.what();
+    }
+    for (std::size_t done = 0; done < reply.size();) {
+      const ssize_t w = ::write(fds[1], reply.data() + done, reply.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<std::size_t>(w);
+    }
+    ::_exit(0);  // no atexit handlers, no destructors of the parent's objects
+  }
+  ::close(fds[1]);
+  std::string reply;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000000)));
+    if (ready <= 0) continue;  // interrupted, or the deadline (checked above)
+    char chunk[4096];
+    const ssize_t got = ::read(fds[0], chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    reply.append(chunk, static_cast<std::size_t>(got));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    throw DriverError(what + " took longer than " + std::to_string(timeout_seconds) +
+                          " s (the process doing it was killed)",
+                      CUDA_ERROR_UNKNOWN);
+  if (reply.rfind("ok\n", 0) == 0) return reply.substr(3);
+  if (reply.rfind("error\n", 0) == 0) {
+    std::istringstream in(reply.substr(6));
+    int code = 0;
+    std::string text;
+    in >> code;
+    in.ignore(1);
+    std::getline(in, text, '\0');
+    throw DriverError(text, static_cast<CUresult>(code));
+  }
+  throw DriverError(what + ": the process doing it gave no answer (" +
+                        (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                             : "exit code " + std::to_string(WEXITSTATUS(status))) +
+                        ")",
+                    CUDA_ERROR_UNKNOWN);
+}
+
+}  // namespace detail
+
+/// The description of device `ordinal` (name, architecture, limits) without initialising the
+/// driver in this process: a child process initialises it, reads the device and answers through
+/// a pipe (detail::answer_from_child), so this process can still fork measurement workers that
+/// use CUDA (a LocalFarm's; neither cuInit nor a context survives fork). No context is created
+/// anywhere. When this process initialised the driver already, it is read here. Throws
+/// DriverError with the child's error (no driver, no such device), or when the child dies or
+/// takes longer than `timeout_seconds`.
+inline DeviceInfo query_device(int ordinal = 0, double timeout_seconds = 60.0) {
+  DeviceInfo info;
+  if (detail::driver_initialised()) {
+    detail::init_and_describe(ordinal, info);
+    return info;
+  }
+  const std::string answer = detail::answer_from_child(
+      [ordinal] {
+        DeviceInfo d;
+        detail::init_and_describe(ordinal, d);
+        std::ostringstream out;
+        out << d.cc_major << ' ' << d.cc_minor << ' ' << d.max_threads_per_block << ' ' << d.max_shared_per_block << ' '
+            << d.multiprocessors << '\n'
+            << d.name;
+        return out.str();
+      },
+      "reading CUDA device " + std::to_string(ordinal), timeout_seconds);
+  std::istringstream in(answer);
+  if (!(in >> info.cc_major >> info.cc_minor >> info.max_threads_per_block >> info.max_shared_per_block >>
+        info.multiprocessors))
+    throw DriverError("reading CUDA device " + std::to_string(ordinal) + ": a malformed answer", CUDA_ERROR_UNKNOWN);
+  in.ignore(1);
+  std::getline(in, info.name, '\0');
+  info.ordinal = ordinal;
+  return info;
+}
+
+/// The number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies), counted as
+/// query_device reads a device: in a child process unless this process initialised the driver.
+/// Throws DriverError (no driver, or no device at all: cuInit's error).
+inline int device_count(double timeout_seconds = 60.0) {
+  auto count = [] {
+    check(driver().init(0), "cuInit");
+    detail::driver_initialised() = true;
+    int n = 0;
+    check(driver().device_get_count(&n), "cuDeviceGetCount");
+    return n;
+  };
+  if (detail::driver_initialised()) return count();
+  return std::stoi(detail::answer_from_child([&] { return std::to_string(count()); }, "counting the CUDA devices",
+                                             timeout_seconds));
+}
+
 /// One device and its primary context (shared with the CUDA runtime, so cuBLAS and cuDNN run
 /// in the same context). Movable, not copyable; releases the context on destruction.
 class Device {
@@ -180,29 +369,8 @@ class Device {
   /// Initialises the driver and retains device `ordinal`'s primary context. Throws DriverError
   /// when there is no driver, no device, or the device cannot be used.
   static Device open(int ordinal = 0) {
-    const detail::DriverApi& api = driver();
-    check(api.init(0), "cuInit");
-    int count = 0;
-    check(api.device_get_count(&count), "cuDeviceGetCount");
-    if (ordinal < 0 || ordinal >= count)
-      throw DriverError("no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(count) +
-                            " found)", CUDA_ERROR_INVALID_DEVICE);
     Device d;
-    check(api.device_get(&d.device_, ordinal), "cuDeviceGet");
-    char name[256] = {};
-    check(api.device_get_name(name, sizeof name, d.device_), "cuDeviceGetName");
-    d.info_.ordinal = ordinal;
-    d.info_.name = name;
-    auto attr = [&](CUdevice_attribute a) {
-      int v = 0;
-      check(api.device_get_attribute(&v, a, d.device_), "cuDeviceGetAttribute");
-      return v;
-    };
-    d.info_.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    d.info_.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    d.info_.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-    d.info_.max_shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-    d.info_.multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    d.device_ = detail::init_and_describe(ordinal, d.info_);
     d.retain();
     return d;
   }

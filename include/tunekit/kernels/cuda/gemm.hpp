@@ -30,19 +30,6 @@
 
 namespace tunekit::cuda {
 
-/// Device limits the spaces are built for: configs above them are invalid, not failures.
-struct SpaceLimits {
-  /// Threads per block.
-  int max_threads = 1024;
-  /// Static shared memory per block in bytes (48 KiB on every device since Fermi).
-  int max_shared = 48 * 1024;
-
-  void validate() const {
-    if (max_threads < 32) throw std::invalid_argument("SpaceLimits: max_threads must be >= 32");
-    if (max_shared < 1024) throw std::invalid_argument("SpaceLimits: max_shared must be >= 1024");
-  }
-};
-
 namespace detail {
 
 /// The hooks of the tiled product for a row-major SGEMM.
@@ -175,20 +162,26 @@ inline LaunchGeometry gemm_geometry(const SearchSpace& s, const Config& c) {
 /// The SGEMM C = A * B (m x k times k x n, row-major fp32) on a CUDA device, as a tunable kernel
 /// on random inputs.
 ///
+/// Making it reads the device's limits for the space (query_device, in a child process, unless
+/// the options give them) and creates no CUDA context: the device is opened at the first
+/// prepare, run or prefetch (or `open()`), in the process that measures (a LocalFarm's worker,
+/// forked after the kernel was made). Opening it uploads the inputs and computes cuBLAS's
+/// product, the reference.
+///
 /// `prepare` compiles the config with NVRTC for the device (cached per config), loads it and
 /// fills C with NaN. `run` times each launch with CUDA events. `verify` checks every element of
-/// the C of the last run against cuBLAS's product (computed once, at construction) within
-/// 2 gamma_k ||a_i|| ||b_j|| + 1e-6, a bound on the difference of any two fp32 evaluation orders
-/// (Higham eq. 3.5 with Cauchy-Schwarz); outside it is `wrong_result`. The evaluators call it
-/// after the first run request (a VerifiableKernel). Throws DriverError from the constructor when
-/// there is no usable device.
+/// the C of the last run against cuBLAS's product within 2 gamma_k ||a_i|| ||b_j|| + 1e-6, a
+/// bound on the difference of any two fp32 evaluation orders (Higham eq. 3.5 with
+/// Cauchy-Schwarz); outside it is `wrong_result`. The evaluators call it after the first run
+/// request (a VerifiableKernel). A device that cannot be opened makes every prepare and run a
+/// `runtime_error` that says why. Throws DriverError from the constructor when the device's
+/// limits cannot be read (no driver, no such device).
 class GemmKernel {
  public:
   GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, KernelOptions options = {})
-      : m_(m), n_(n), k_(k), options_((options.validate(), options)), device_(Device::open(options.device)),
-        space_(gemm_space(m, n, k, {.max_threads = device_.info().max_threads_per_block,
-                                    .max_shared = std::min(48 * 1024, device_.info().max_shared_per_block)})),
-        launcher_(device_, gemm_source(), "tk_kernel") {
+      : m_(m), n_(n), k_(k), options_((options.validate(), options)),
+        device_(options_, gemm_source(), "tk_kernel", [this] { on_open(); }),
+        space_(gemm_space(m, n, k, device_.limits())) {
     a_host_ = detail::random_floats(static_cast<std::size_t>(m * k), options_.seed);
     b_host_ = detail::random_floats(static_cast<std::size_t>(k * n), options_.seed + 1);
     const double u = std::ldexp(1.0, -24), ku = static_cast<double>(k) * u;
@@ -201,13 +194,7 @@ class GemmKernel {
       for (std::int64_t j = 0; j < n; ++j) col_norm_[j] += double(b_host_[p * n + j]) * b_host_[p * n + j];
     for (double& x : row_norm_) x = std::sqrt(x);
     for (double& x : col_norm_) x = std::sqrt(x);
-    setup_device();
-    reference_.resize(static_cast<std::size_t>(m * n));
-    c_.fill_bits(0x7fc00000u);
-    call_cublas();
-    check(driver().ctx_synchronize(), "cuBLAS reference");
-    c_.download(reference_.data());
-    c_host_.resize(reference_.size());
+    c_host_.resize(static_cast<std::size_t>(m * n));
   }
   GemmKernel(const GemmKernel&) = delete;
   GemmKernel& operator=(const GemmKernel&) = delete;
@@ -220,25 +207,41 @@ class GemmKernel {
   std::string name() const {
     return "cuda_sgemm_" + std::to_string(m_) + "x" + std::to_string(n_) + "x" + std::to_string(k_);
   }
-  std::string device() const { return "cuda-" + device_.info().name; }
+  /// "cuda-<device name>", or "cuda:<ordinal>" while the name is unknown (limits given, device
+  /// not opened).
+  std::string device() const { return device_.name(); }
+  /// The device (see DeviceLauncher::info).
   const DeviceInfo& device_info() const noexcept { return device_.info(); }
-  Launcher& launcher() noexcept { return launcher_; }
+  /// Whether the device is open (this process holds its context).
+  bool is_open() const noexcept { return device_.is_open(); }
+  /// Opens the device now (its first prepare, run or prefetch does otherwise); throws
+  /// DriverError when it cannot be opened.
+  void open() { device_.open(); }
+  /// The launcher on the opened device (opening it; throws DriverError when it cannot).
+  Launcher& launcher() { return device_.open(); }
 
   /// Starts compiling configs on other threads (ahead of their measurement).
   void prefetch(const std::vector<Config>& configs) {
-    for (const Config& c : configs) launcher_.prefetch(gemm_defines(space_, c));
+    std::vector<std::vector<Define>> defines;
+    for (const Config& c : configs) defines.push_back(gemm_defines(space_, c));
+    device_.prefetch(defines);
   }
 
   /// Compiles and loads the config and fills C with NaN.
   RunResult prepare(const Config& c) {
-    return prepare_output(launcher_, gemm_defines(space_, c), c_, [&](RunResult r) { return after(std::move(r)); });
+    return device_.with_open([&](Launcher& l) {
+      return prepare_output(l, gemm_defines(space_, c), c_, [&](RunResult r) { return after(std::move(r)); });
+    });
   }
 
-  RunResult run(const Config& c, std::size_t runs, Rng&) { return launch(c, runs); }
+  RunResult run(const Config& c, std::size_t runs, Rng&) {
+    return device_.with_open([&](Launcher&) { return launch(c, runs); });
+  }
 
   /// Checks the C of the last run (of `c`) against cuBLAS's: ok, or wrong_result naming the worst
   /// element.
   RunResult verify(const Config& /*c*/) {
+    if (!device_.is_open()) return {Status::runtime_error, {}, "verify: nothing was run on the device", -1.0};
     return verify_output(
         c_, c_host_, [&](std::size_t i) { return reference_[i]; },
         [&](std::size_t i) { return gamma_ * row_norm_[i / n_] * col_norm_[i % n_] + 1e-6; },
@@ -251,24 +254,26 @@ class GemmKernel {
 
   /// Times cuBLAS's SGEMM on the same operands, `runs` launches (for comparisons).
   RunResult run_cublas(std::size_t runs) {
-    RunResult r;
-    try {
-      EventTimer timer;
-      for (std::size_t i = 0; i < runs; ++i) {
-        check(timer.start(), "cuEventRecord");
-        call_cublas();
-        check(timer.stop(), "cuEventRecord");
-        double s = 0.0;
-        check(timer.seconds(s), "cuEventSynchronize");
-        r.seconds.push_back(s);
+    return device_.with_open([&](Launcher&) -> RunResult {
+      RunResult r;
+      try {
+        EventTimer timer;
+        for (std::size_t i = 0; i < runs; ++i) {
+          check(timer.start(), "cuEventRecord");
+          call_cublas();
+          check(timer.stop(), "cuEventRecord");
+          double s = 0.0;
+          check(timer.seconds(s), "cuEventSynchronize");
+          r.seconds.push_back(s);
+        }
+      } catch (const std::exception& e) {
+        return {Status::runtime_error, {}, e.what(), -1.0};
       }
-    } catch (const std::exception& e) {
-      return {Status::runtime_error, {}, e.what(), -1.0};
-    }
-    return r;
+      return r;
+    });
   }
 
-  /// The C of the last run (after verify) and cuBLAS's.
+  /// The C of the last run (after verify) and cuBLAS's (empty until the device is open).
   const std::vector<float>& result() const noexcept { return c_host_; }
   const std::vector<float>& reference() const noexcept { return reference_; }
 
@@ -279,12 +284,12 @@ class GemmKernel {
     CUdeviceptr a = a_.get(), b = b_.get(), cc = c_.get();
     void* args[] = {&a, &b, &cc};
     const bool split = space_.view(c)["KSPLIT"] > 1;
-    return after(launcher_.time(d, g, args, runs, split ? &c_ : nullptr));
+    return after(device_.open().time(d, g, args, runs, split ? &c_ : nullptr));
   }
 
   // After a fault the context is gone: reset it and re-create the buffers and cuBLAS.
   RunResult after(RunResult r) {
-    return launcher_.recover(
+    return device_.open().recover(
         std::move(r),
         [&] {
           if (cublas_) cublasDestroy(cublas_);
@@ -296,13 +301,27 @@ class GemmKernel {
         [&] { setup_device(); });
   }
 
+  // The device was just opened: the buffers, cuBLAS, and (once) cuBLAS's product as reference.
+  void on_open() {
+    setup_device();
+    if (!reference_.empty()) return;
+    std::vector<float> reference(static_cast<std::size_t>(m_ * n_));
+    c_.fill_bits(0x7fc00000u);
+    call_cublas();
+    check(driver().ctx_synchronize(), "cuBLAS reference");
+    c_.download(reference.data());
+    reference_ = std::move(reference);
+  }
+
   void setup_device() {
-    device_.make_current();
+    device_.open().device().make_current();
     a_ = DeviceBuffer(a_host_.size());
     b_ = DeviceBuffer(b_host_.size());
     c_ = DeviceBuffer(static_cast<std::size_t>(m_ * n_));
     a_.upload(a_host_.data());
     b_.upload(b_host_.data());
+    if (cublas_) cublasDestroy(cublas_);
+    cublas_ = nullptr;
     detail::check_cublas(cublasCreate(&cublas_), "cublasCreate");
     detail::check_cublas(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
@@ -320,9 +339,8 @@ class GemmKernel {
 
   std::int64_t m_, n_, k_;
   KernelOptions options_;
-  Device device_;  // first in, last out: the buffers below live in its context
+  DeviceLauncher device_;  // before the buffers: the device outlives them
   SearchSpace space_;
-  Launcher launcher_;
   std::vector<float> a_host_, b_host_, c_host_, reference_;
   std::vector<double> row_norm_, col_norm_;
   double gamma_ = 0.0;

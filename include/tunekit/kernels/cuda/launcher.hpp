@@ -7,10 +7,12 @@
 #include "tunekit/kernels/cuda/driver.hpp"
 #include "tunekit/kernels/cuda/nvrtc.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -20,16 +22,40 @@
 
 namespace tunekit::cuda {
 
+/// Device limits the spaces are built for: configs above them are invalid, not failures.
+struct SpaceLimits {
+  /// Threads per block.
+  int max_threads = 1024;
+  /// Static shared memory per block in bytes (48 KiB on every device since Fermi).
+  int max_shared = 48 * 1024;
+
+  /// The limits of a device (static shared memory: at most 48 KiB).
+  static SpaceLimits of(const DeviceInfo& d) {
+    return {.max_threads = d.max_threads_per_block, .max_shared = std::min(48 * 1024, d.max_shared_per_block)};
+  }
+
+  void validate() const {
+    if (max_threads < 32) throw std::invalid_argument("SpaceLimits: max_threads must be >= 32");
+    if (max_shared < 1024) throw std::invalid_argument("SpaceLimits: max_shared must be >= 1024");
+  }
+};
+
 /// Options of the bundled CUDA kernels (GemmKernel, Conv2dKernel); fill with designated
 /// initialisers.
 struct KernelOptions {
-  /// Device ordinal.
+  /// Device ordinal (as this process sees the devices: a LocalFarm's CUDA worker sees only its
+  /// own GPU, as device 0).
   int device = 0;
   /// Seed of the random inputs (uniform in [-1, 1)).
   std::uint64_t seed = 1;
+  /// The limits the space is built for. Unset: those of `device`, read by query_device (in a
+  /// child process) when the kernel is made. Set: the kernel is made without any driver call,
+  /// e.g. in a process without a GPU that only tunes (MPI rank 0 on a node without one).
+  std::optional<SpaceLimits> limits{};
 
   void validate() const {
     if (device < 0) throw std::invalid_argument("cuda::KernelOptions: device must be >= 0");
+    if (limits) limits->validate();
   }
 };
 
@@ -183,6 +209,96 @@ class Launcher {
   std::map<std::string, LoadedModule> modules_;
   std::optional<EventTimer> timer_;
   bool faulted_ = false;
+};
+
+/// The device of a bundled kernel (GemmKernel, Conv2dKernel) and the Launcher of the kernel's
+/// source on it, opened at the first use (`open`: the kernel's first prepare, run or prefetch),
+/// never when the kernel is made. A kernel made before a LocalFarm forks its workers thus holds
+/// no CUDA context and has not initialised the driver (neither survives fork), and each worker
+/// opens its own device when it first measures. Until then the device is known from
+/// query_device (read in a child process), or only by the limits the options gave.
+class DeviceLauncher {
+ public:
+  /// `on_open` readies the owner's device state (buffers, library handles, references) once the
+  /// device and the launcher exist. Reads the device's limits unless the options give them;
+  /// throws DriverError when that fails.
+  DeviceLauncher(const KernelOptions& options, std::string source, std::string kernel_name,
+                 std::function<void()> on_open)
+      : source_(std::move(source)), kernel_(std::move(kernel_name)), on_open_(std::move(on_open)) {
+    options.validate();
+    info_.ordinal = options.device;
+    if (options.limits) {
+      limits_ = *options.limits;
+    } else {
+      info_ = query_device(options.device);
+      limits_ = SpaceLimits::of(info_);
+    }
+  }
+  DeviceLauncher(const DeviceLauncher&) = delete;
+  DeviceLauncher& operator=(const DeviceLauncher&) = delete;
+
+  /// The limits the kernel's space is built for.
+  const SpaceLimits& limits() const noexcept { return limits_; }
+  /// The device: the opened one's description, else the one read when the kernel was made (the
+  /// ordinal only, name empty, when the options gave the limits).
+  const DeviceInfo& info() const noexcept { return info_; }
+  bool is_open() const noexcept { return launcher_.has_value(); }
+  /// The device for records: "cuda-<name>", or "cuda:<ordinal>" while the name is unknown.
+  std::string name() const {
+    return info_.name.empty() ? "cuda:" + std::to_string(info_.ordinal) : "cuda-" + info_.name;
+  }
+
+  /// The launcher, opening the device (its primary context), making the launcher (NVRTC for the
+  /// device's architecture) and calling `on_open` at the first call. Throws DriverError (or
+  /// on_open's exception) when that fails; the next call tries again.
+  Launcher& open() {
+    if (launcher_) return *launcher_;
+    if (!device_) {
+      device_.emplace(Device::open(info_.ordinal));
+      info_ = device_->info();
+    }
+    launcher_.emplace(*device_, source_, kernel_);
+    try {
+      on_open_();
+    } catch (...) {
+      launcher_.reset();
+      throw;
+    }
+    return *launcher_;
+  }
+
+  /// `request(launcher)` on the opened device (opening it first), or a runtime_error that says
+  /// why the device could not be opened.
+  template <class Request>
+  RunResult with_open(Request&& request) {
+    Launcher* launcher = nullptr;
+    try {
+      launcher = &open();
+    } catch (const std::exception& e) {
+      return {Status::runtime_error, {}, "opening CUDA device " + std::to_string(info_.ordinal) + ": " + e.what(),
+              -1.0};
+    }
+    return std::forward<Request>(request)(*launcher);
+  }
+
+  /// Starts compiling configurations (their definitions) on other threads, opening the device
+  /// first (for its architecture). Does nothing when it cannot be opened: the configurations'
+  /// prepare then says why.
+  void prefetch(const std::vector<std::vector<Define>>& configs) {
+    try {
+      Launcher& launcher = open();
+      for (const auto& d : configs) launcher.prefetch(d);
+    } catch (const std::exception&) {
+    }
+  }
+
+ private:
+  std::string source_, kernel_;
+  std::function<void()> on_open_;
+  SpaceLimits limits_{};
+  DeviceInfo info_{};
+  std::optional<Device> device_{};  // before launcher_: it outlives the modules
+  std::optional<Launcher> launcher_{};
 };
 
 /// The `prepare` of a kernel on a Launcher: compiles and loads `defines` and fills `output` with

@@ -114,6 +114,7 @@ class OneDnnConv {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const examples::MpiRun mpi(argc, argv);  // under mpirun: rank 0 tunes, the others measure
   // A sample is at least 1 ms of runs; a configuration whose measurement takes over 5 s is
   // abandoned (timeout).
   const examples::TuningSetup defaults{
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
     examples::print_space(kernel.space());
 
     const auto result = examples::tune(kernel, setup).result;
+    if (examples::MpiRun::measures_only()) return 0;  // it measured for rank 0
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d: no configuration succeeded\n");
       return 1;

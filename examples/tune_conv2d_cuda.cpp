@@ -110,6 +110,7 @@ class CudnnConvolution {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const examples::MpiRun mpi(argc, argv);  // under mpirun: rank 0 tunes, the others measure
   const examples::TuningSetup& defaults = examples::cuda_tuning_defaults;
   const std::string text = usage + examples::tuning_usage("tune_conv2d_cuda", defaults, "tensors", "compilation included");
   tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", text);
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
                 kernel.device_info().name.c_str(), kernel.device_info().arch().c_str());
     examples::print_space(kernel.space());
     const auto result = examples::tune(kernel, setup).result;
+    if (examples::MpiRun::measures_only()) return 0;  // it measured for rank 0
     if (!result.best) {
       std::fprintf(stderr, "tune_conv2d_cuda: no configuration succeeded\n");
       return 1;

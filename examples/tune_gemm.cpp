@@ -38,6 +38,7 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
+  const examples::MpiRun mpi(argc, argv);  // under mpirun: rank 0 tunes, the others measure
   const examples::TuningSetup defaults{
       .budget = 500,
       .seconds = 150,
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     examples::print_space(kernel.space());
 
     const auto result = examples::tune(kernel, setup).result;
+    if (examples::MpiRun::measures_only()) return 0;  // it measured for rank 0
     if (!result.best) {
       std::fprintf(stderr, "tune_gemm: no configuration succeeded\n");
       return 1;

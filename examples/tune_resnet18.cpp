@@ -10,6 +10,7 @@
 #include <tunekit/tunekit.hpp>
 
 #include "cli.hpp"
+#include "tuning.hpp"
 
 #include <omp.h>
 
@@ -88,13 +89,29 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
                 // 5 timed runs after a warm-up; adatune's adaptive evaluator with tune_conv2d's parameters.
                 {.evaluator = tunekit::preset_evaluator<TunerT>({.warmup = 1, .repeat = 5},
                                                                 {.max_runs = 100, .batch = 5})});
+  tunekit::Rng rng(s.seed);
+#if defined(TUNEKIT_EXAMPLES_MPI)
+  if (examples::MpiRun::measures_only()) {  // a worker rank: measures rank 0's jobs, no log, no output
+    tunekit::MpiFarm farm;
+    mt.tune(kernels, farm, rng);
+    return 0;
+  }
+#endif
   if (!s.resume) std::filesystem::remove(s.log);
   // Exact resume: tune() re-runs the slots from the start with the same seed, taking the logged
   // measurements instead of measuring them again, and so continues as if never interrupted.
   if (const auto n = tunekit::resume_exact(mt, s.log))
     std::printf("resuming: %zu measurements from %s replayed, not measured again\n", n, s.log.c_str());
-  tunekit::Rng rng(s.seed);
   const auto r = [&] {
+#if defined(TUNEKIT_EXAMPLES_MPI)
+    if (examples::MpiRun::active()) {
+      tunekit::MpiFarm farm;
+      int ranks = 1;
+      MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+      std::printf("measuring on %d MPI ranks\n", ranks - 1);
+      return mt.tune(kernels, farm, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
+    }
+#endif
     if (s.workers == 0) return mt.tune(kernels, rng, tunekit::LogToFile(s.log), SlotPrinter{&names});
     const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / s.workers);
     tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(s.workers, cores)});
@@ -121,6 +138,7 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
 }  // namespace
 
 int main(int argc, char** argv) {
+  const examples::MpiRun mpi(argc, argv);  // under mpirun: rank 0 tunes, the others measure
   tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tunekit::preset_help(20) + usage_tail);
   Setup s;
   s.scheduler = cl.text("--scheduler", "gradient");
@@ -129,6 +147,8 @@ int main(int argc, char** argv) {
   s.seconds = cl.real("--seconds", 150);
   s.slot = cl.count("--slot", 16);
   s.workers = cl.count("--workers", 0);
+  if (s.workers > 0 && examples::MpiRun::active())
+    cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
   const std::size_t cores = static_cast<std::size_t>(omp_get_num_procs());
   s.threads = static_cast<int>(cl.count("--threads", std::max<std::size_t>(1, cores / std::max<std::size_t>(1, s.workers))));
   s.seed = cl.count("--seed", 1);

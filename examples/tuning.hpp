@@ -1,9 +1,13 @@
 // What the tuning programs (tune_gemm, tune_conv2d and their CUDA twins) share: their common
-// options, tuning a kernel with a preset chosen by name, with progress bar, log, curve and resume;
-// and the median timing of the comparisons.
+// options, tuning a kernel with a preset chosen by name, with progress bar, log, curve and resume,
+// serially, on local worker processes or on MPI ranks; and the median timing of the comparisons.
 #pragma once
 
 #include <tunekit/tunekit.hpp>
+
+#if defined(TUNEKIT_EXAMPLES_MPI)
+#include <tunekit/farm/mpi.hpp>
+#endif
 
 #include "cli.hpp"
 
@@ -19,6 +23,43 @@
 #include <vector>
 
 namespace examples {
+
+/// The program's place in an MPI job. Under an MPI launcher (mpirun, srun; the programs built
+/// with MPI, TUNEKIT_MPI) rank 0 tunes and prints, and every other rank measures for it
+/// (tunekit::MpiFarm) and prints nothing; otherwise the program runs alone. Made first in main:
+/// it calls MPI_Init and, at the end of main, MPI_Finalize.
+class MpiRun {
+ public:
+  MpiRun([[maybe_unused]] int& argc, [[maybe_unused]] char**& argv)
+#if defined(TUNEKIT_EXAMPLES_MPI)
+      : env_(argc, argv)
+#endif
+  {
+    // What the program prints is rank 0's.
+    if (measures_only() && std::freopen("/dev/null", "w", stdout) == nullptr) std::perror("stdout to /dev/null");
+  }
+  /// Whether the program runs under an MPI launcher with MPI.
+  static bool active() {
+#if defined(TUNEKIT_EXAMPLES_MPI)
+    return tunekit::MpiEnvironment::active();
+#else
+    return false;
+#endif
+  }
+  /// Whether this process only measures for rank 0 (a rank other than 0).
+  static bool measures_only() {
+#if defined(TUNEKIT_EXAMPLES_MPI)
+    return tunekit::MpiEnvironment::active() && tunekit::MpiEnvironment::rank() > 0;
+#else
+    return false;
+#endif
+  }
+
+ private:
+#if defined(TUNEKIT_EXAMPLES_MPI)
+  tunekit::MpiEnvironment env_;
+#endif
+};
 
 struct TuningSetup {
   std::string tuner = "tpe-local";
@@ -103,6 +144,8 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
   s.workers = cl.count("--workers", 0);
+  if (s.workers > 0 && MpiRun::active())
+    cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");
   try {
     tunekit::check_preset(s.tuner);
@@ -152,13 +195,31 @@ template <class TunerT, class K>
 TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   TunerT tuner(kernel.space(), {.budget = {.trials = s.budget, .seconds = s.seconds}, .plan_size = s.plan_size},
                {.evaluator = tunekit::preset_evaluator<TunerT>(s.evaluator, s.adaptive)});
+  tunekit::Rng rng(s.seed);
+  TuningOutcome out;
+#if defined(TUNEKIT_EXAMPLES_MPI)
+  if (MpiRun::measures_only()) {
+    // A worker rank: serves rank 0's jobs until its run ends (no log, no output; no trials).
+    tunekit::MpiFarm farm({.gpu_per_rank = s.cuda});
+    out.result = tuner.tune(kernel, farm, rng);
+    return out;
+  }
+#endif
   if (!s.resume) std::filesystem::remove(s.log);
   // Exact resume: tune() re-runs the search from the start with the same seed, taking the
   // logged measurements instead of measuring, and goes on as if the run had never been killed.
   const auto resumed = tunekit::resume_exact(tuner, s.log, kernel.name());
   if (resumed) std::printf("resuming: %zu measurements from %s replayed, not measured again\n", resumed, s.log.c_str());
-  tunekit::Rng rng(s.seed);
-  TuningOutcome out;
+#if defined(TUNEKIT_EXAMPLES_MPI)
+  if (MpiRun::active()) {
+    tunekit::MpiFarm farm({.gpu_per_rank = s.cuda});
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    std::printf("measuring on %d MPI ranks%s\n", ranks - 1, s.cuda ? ", one GPU each" : "");
+    out.result = tuner.tune(kernel, farm, rng, tunekit::ProgressBar(), tunekit::LogToFile(s.log),
+                            tunekit::CurveRecorder(s.curve));
+  } else
+#endif
   if (s.workers > 0) {
     const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / s.workers);
     tunekit::LocalFarm farm(

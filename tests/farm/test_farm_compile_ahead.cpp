@@ -11,6 +11,7 @@
 #include <tunekit/scheduler/round_robin.hpp>
 
 #include "support/prefetch_log.hpp"
+#include "support/same_trials.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -48,15 +49,9 @@ std::vector<std::uint64_t> indices(const tunekit::History& h) {
   return out;
 }
 
+// The same trials but for the cost (the recording kernel's is wall-clock time).
 void check_same_trials(const tunekit::History& a, const tunekit::History& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("trial " << i);
-    CHECK(a[i].config == b[i].config);
-    CHECK(a[i].measurement.status == b[i].measurement.status);
-    CHECK(a[i].measurement.samples == b[i].measurement.samples);
-    CHECK(a[i].measurement.mean == b[i].measurement.mean);
-  }
+  tunekit::test::check_same_trials(a, b, false);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <tunekit/replay/replay_kernel.hpp>
 #include <tunekit/scheduler/round_robin.hpp>
 
+#include "support/same_trials.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -31,18 +32,7 @@ tunekit::ReplayKernel gemm(double sleep_scale = 0.0) {
                                          {.overhead_seconds = 0.5, .flop = 0.0, .name = {}, .sleep_scale = sleep_scale});
 }
 
-// The same trials: config, status, samples, mean and cost, in the same order.
-void check_same_trials(const tunekit::History& a, const tunekit::History& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("trial " << i);
-    CHECK(a[i].config == b[i].config);
-    CHECK(a[i].measurement.status == b[i].measurement.status);
-    CHECK(a[i].measurement.samples == b[i].measurement.samples);
-    CHECK(a[i].measurement.cost == b[i].measurement.cost);
-    if (a[i].measurement.ok()) CHECK(a[i].measurement.mean == b[i].measurement.mean);
-  }
-}
+using tunekit::test::check_same_trials;  // config, status, samples, mean and cost, in order
 
 // A replay kernel whose runs take `run_ms` of wall time, and whose runs of one config (by its
 // flat index) hang for `hang_seconds`.

@@ -54,6 +54,26 @@ void check_same_trials(const tunekit::History& a, const tunekit::History& b) {
   tunekit::test::check_same_trials(a, b, false);
 }
 
+// Random search with `options` and `seed`, serially and on a LocalFarm of `workers`: checks that
+// the farm run makes the serial run's trials (all `options.budget.trials` of them) and returns
+// the summary of its workers' prefetch and prepare log.
+tunekit::test::PrefetchSummary farm_run(const tunekit::TunerOptions& options, std::uint64_t seed,
+                                        std::size_t workers) {
+  tunekit::test::TempDir dir;
+  PrefetchLogKernel serial_kernel;
+  tunekit::RandomSearchTuner serial(serial_kernel.space(), options);
+  tunekit::Rng rng(seed);
+  serial.tune(serial_kernel, rng);
+
+  PrefetchLogKernel kernel{.path = (dir.path / "events").string()};
+  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(workers)});
+  tunekit::RandomSearchTuner parallel(kernel.space(), options);
+  tunekit::Rng prng(seed);
+  CHECK(parallel.tune(kernel, farm, prng).trials == options.budget.trials);
+  check_same_trials(serial.history(), parallel.history());
+  return tunekit::test::summarise(tunekit::test::read_prefetch_log(kernel.path), indices(parallel.history()));
+}
+
 }  // namespace
 
 TEST_CASE("farm compile ahead: without it the queue is job order, a job put back goes first") {
@@ -113,21 +133,7 @@ TEST_CASE("farm compile ahead: a restarted worker's jobs are free again, and onl
 }
 
 TEST_CASE("farm compile ahead: one worker is asked for each config 3 trials ahead, as a serial run") {
-  tunekit::test::TempDir dir;
-  PrefetchLogKernel serial_kernel;
-  const tunekit::TunerOptions options{.budget = {.trials = 20}, .plan_size = 8, .compile_ahead = 3};
-  tunekit::RandomSearchTuner serial(serial_kernel.space(), options);
-  tunekit::Rng rng(5);
-  serial.tune(serial_kernel, rng);
-
-  PrefetchLogKernel kernel{.path = (dir.path / "events").string()};
-  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(1)});
-  tunekit::RandomSearchTuner parallel(kernel.space(), options);
-  tunekit::Rng prng(5);
-  CHECK(parallel.tune(kernel, farm, prng).trials == 20);
-  check_same_trials(serial.history(), parallel.history());
-
-  const auto s = tunekit::test::summarise(tunekit::test::read_prefetch_log(kernel.path), indices(parallel.history()));
+  const auto s = farm_run({.budget = {.trials = 20}, .plan_size = 8, .compile_ahead = 3}, 5, 1);
   CHECK(s.strangers == 0);
   CHECK(s.too_late == 0);
   for (std::size_t t = 0; t < 20; ++t) {
@@ -146,23 +152,9 @@ TEST_CASE("farm compile ahead: one worker is asked for each config 3 trials ahea
 }
 
 TEST_CASE("farm compile ahead: on 3 workers every config but each lane's first is compiled ahead, once") {
-  tunekit::test::TempDir dir;
-  PrefetchLogKernel serial_kernel;
   // Rounds of 12: lanes 0-2, 3-5, 6-8 (a job and the 2 it compiles ahead); 9-11 compiled ahead
   // by whichever worker comes back first.
-  const tunekit::TunerOptions options{.budget = {.trials = 36}, .plan_size = 12, .compile_ahead = 2};
-  tunekit::RandomSearchTuner serial(serial_kernel.space(), options);
-  tunekit::Rng rng(8);
-  serial.tune(serial_kernel, rng);
-
-  PrefetchLogKernel kernel{.path = (dir.path / "events").string()};
-  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(3)});
-  tunekit::RandomSearchTuner parallel(kernel.space(), options);
-  tunekit::Rng prng(8);
-  CHECK(parallel.tune(kernel, farm, prng).trials == 36);
-  check_same_trials(serial.history(), parallel.history());
-
-  const auto s = tunekit::test::summarise(tunekit::test::read_prefetch_log(kernel.path), indices(parallel.history()));
+  const auto s = farm_run({.budget = {.trials = 36}, .plan_size = 12, .compile_ahead = 2}, 8, 3);
   CHECK(s.strangers == 0);
   CHECK(s.too_late == 0);
   for (std::size_t t = 0; t < 36; ++t) {

@@ -8,22 +8,13 @@
 /// start in the child; bench/bench_evaluator.cpp measures it (docs/performance.md).
 
 #include "tunekit/concepts/evaluator.hpp"
-#include "tunekit/evaluator/deterministic.hpp"
+#include "tunekit/core/child_process.hpp"
 #include "tunekit/core/measurement.hpp"
+#include "tunekit/evaluator/deterministic.hpp"
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#if defined(__linux__)
-#include <sys/prctl.h>
-#endif
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -118,23 +109,6 @@ class ResultCodec : ByteCodec {
   static constexpr char magic[4] = {'T', 'K', 'M', '1'};
 };
 
-/// Writes all of `data` to fd (retrying on EINTR and short writes); false on an error.
-inline bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t w = ::write(fd, data.data(), data.size());
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(w));
-  }
-  return true;
-}
-
-/// "signal 11 (Segmentation fault)".
-inline std::string describe_signal(int sig) {
-  const char* text = ::strsignal(sig);
-  return "signal " + std::to_string(sig) + " (" + (text ? text : "unknown") + ")";
-}
-
 }  // namespace detail
 
 /// Runs the Inner evaluator in a forked child process for every configuration; the child sends
@@ -183,87 +157,27 @@ class Isolated {
       return m;
     };
 
-    int fds[2];
-    if (::pipe(fds) != 0)
-      return failure(Status::runtime_error, std::string("isolation: pipe failed: ") + std::strerror(errno));
-    std::fflush(nullptr);  // or the child's exit would print buffered output twice
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      const int err = errno;
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return failure(Status::runtime_error, std::string("isolation: fork failed: ") + std::strerror(err));
-    }
-    if (pid == 0) {
-      ::close(fds[0]);
-      child(kernel, c, rng, fds[1], parent);  // never returns
-    }
-    ::close(fds[1]);
-
     const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(
                                    std::chrono::duration<double>(p_.timeout_seconds));
-    std::string payload;
-    bool timed_out = false;
-    char chunk[4096];
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-      if (left <= 0) {
-        timed_out = true;
-        break;
-      }
-      pollfd pfd{fds[0], POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left + 1, INT_MAX)));
-      if (ready < 0 && errno != EINTR) break;
-      if (ready <= 0) continue;
-      const ssize_t got = ::read(fds[0], chunk, sizeof chunk);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;  // end of file: the child closed the pipe (it is exiting)
-      payload.append(chunk, static_cast<std::size_t>(got));
-    }
-    ::close(fds[0]);
-
-    int status = 0;
-    if (timed_out) ::kill(pid, SIGKILL);
-    for (;;) {  // reap it, killing it at the deadline
-      const pid_t r = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
-      if (r == pid) break;
-      if (r < 0 && errno != EINTR)
-        return failure(Status::runtime_error, std::string("isolation: waitpid failed: ") + std::strerror(errno));
-      if (timed_out) continue;
-      if (clock::now() >= deadline) {
-        timed_out = true;
-        ::kill(pid, SIGKILL);
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-
-    if (timed_out)
+    const detail::ChildOutcome child_end =
+        detail::run_in_child([&](int fd) { return child(kernel, c, rng, fd); }, deadline);
+    if (!child_end.error.empty()) return failure(Status::runtime_error, "isolation: " + child_end.error);
+    if (child_end.timed_out)
       return failure(Status::timeout, "isolated measurement killed after " +
                                           std::to_string(p_.timeout_seconds) + " s");
-    if (WIFSIGNALED(status))
-      return failure(Status::runtime_error,
-                     "isolated measurement killed by " + detail::describe_signal(WTERMSIG(status)));
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (!child_end.exited_cleanly())
+      return failure(Status::runtime_error, "isolated measurement " + child_end.how_it_ended());
     Measurement m;
-    if (code != 0 || !detail::ResultCodec::decode(payload, m, rng))
-      return failure(Status::runtime_error,
-                     code != 0 ? "isolated measurement exited with code " + std::to_string(code)
-                               : std::string("isolated measurement exited without a result"));
+    if (!detail::ResultCodec::decode(child_end.answer, m, rng))
+      return failure(Status::runtime_error, "isolated measurement exited without a result");
     return m;
   }
 
  private:
+  // In the child (run_in_child): measures on a fresh thread and writes the result and the
+  // generator's state to fd; returns the child's exit code.
   template <class K>
-  [[noreturn]] void child(K& kernel, const Config& c, Rng rng, int fd, pid_t parent) {
-#if defined(__linux__)
-    // Should the parent die, a hanging child must not live on.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(112);
-#else
-    (void)parent;
-#endif
+  int child(K& kernel, const Config& c, Rng rng, int fd) {
     // A crash ends the child with its signal, whatever handlers the parent installed (a test
     // framework's, a crash reporter's): the parent reads the signal from the exit status.
     for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS})
@@ -283,9 +197,7 @@ class Isolated {
     } catch (const std::system_error&) {
       work();
     }
-    const bool sent = detail::write_all(fd, detail::ResultCodec::encode(m, rng));
-    std::fflush(nullptr);
-    ::_exit(sent ? 0 : 111);
+    return detail::write_all(fd, detail::ResultCodec::encode(m, rng)) ? 0 : 111;
   }
 
   Inner inner_;

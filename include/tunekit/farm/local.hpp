@@ -14,6 +14,7 @@
 /// worker set its device's environment (CUDA_VISIBLE_DEVICES): never before the fork.
 
 #include "tunekit/concepts/farm.hpp"
+#include "tunekit/core/child_process.hpp"
 #include "tunekit/farm/job_queue.hpp"
 #include "tunekit/farm/protocol.hpp"
 

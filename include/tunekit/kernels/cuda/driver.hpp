@@ -11,12 +11,10 @@
 /// that forks measurement workers (LocalFarm) must not touch the driver before. `query_device`
 /// reads a device's description in a short-lived child process for such a process.
 
+#include "tunekit/core/child_process.hpp"
+
 #include <cuda.h>
 #include <dlfcn.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -235,64 +233,29 @@ inline CUdevice init_and_describe(int ordinal, DeviceInfo& info) {
 /// answer, or took longer than `timeout_seconds` (it is then killed).
 inline std::string answer_from_child(const std::function<std::string()>& read, const std::string& what,
                                      double timeout_seconds) {
-  int fds[2];
-  if (::pipe(fds) != 0)
-    throw DriverError(what + ": pipe: " + std::strerror(errno), CUDA_ERROR_OPERATING_SYSTEM);
-  std::fflush(nullptr);  // or the child's copy of buffered output could be written twice
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw DriverError(what + ": fork: " + std::strerror(err), CUDA_ERROR_OPERATING_SYSTEM);
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string reply;
-    try {
-      reply = "ok\n" + read();
-    } catch (const DriverError& e) {
-      reply = "error\n" + std::to_string(static_cast<int>(e.code())) + "\n" + e.what();
-    } catch (const std::exception& e) {
-      reply = "error\n" + std::to_string(static_cast<int>(CUDA_ERROR_UNKNOWN)) + "\n" + e.what();
-    }
-    for (std::size_t done = 0; done < reply.size();) {
-      const ssize_t w = ::write(fds[1], reply.data() + done, reply.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += static_cast<std::size_t>(w);
-    }
-    ::_exit(0);  // no atexit handlers, no destructors of the parent's objects
-  }
-  ::close(fds[1]);
-  std::string reply;
-  bool timed_out = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000000)));
-    if (ready <= 0) continue;  // interrupted, or the deadline (checked above)
-    char chunk[4096];
-    const ssize_t got = ::read(fds[0], chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    reply.append(chunk, static_cast<std::size_t>(got));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out)
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_seconds));
+  const tunekit::detail::ChildOutcome child = tunekit::detail::run_in_child(
+      [&](int fd) {
+        std::string reply;
+        try {
+          reply = "ok\n" + read();
+        } catch (const DriverError& e) {
+          reply = "error\n" + std::to_string(static_cast<int>(e.code())) + "\n" + e.what();
+        } catch (const std::exception& e) {
+          reply = "error\n" + std::to_string(static_cast<int>(CUDA_ERROR_UNKNOWN)) + "\n" + e.what();
+        }
+        tunekit::detail::write_all(fd, reply);
+        return 0;
+      },
+      deadline);
+  if (!child.error.empty()) throw DriverError(what + ": " + child.error, CUDA_ERROR_OPERATING_SYSTEM);
+  if (child.timed_out)
     throw DriverError(what + " took longer than " + std::to_string(timeout_seconds) +
                           " s (the process doing it was killed)",
                       CUDA_ERROR_UNKNOWN);
+  const std::string& reply = child.answer;
   if (reply.rfind("ok\n", 0) == 0) return reply.substr(3);
   if (reply.rfind("error\n", 0) == 0) {
     std::istringstream in(reply.substr(6));
@@ -303,10 +266,7 @@ inline std::string answer_from_child(const std::function<std::string()>& read, c
     std::getline(in, text, '\0');
     throw DriverError(text, static_cast<CUresult>(code));
   }
-  throw DriverError(what + ": the process doing it gave no answer (" +
-                        (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                             : "exit code " + std::to_string(WEXITSTATUS(status))) +
-                        ")",
+  throw DriverError(what + ": the process doing it gave no answer (it " + child.how_it_ended() + ")",
                     CUDA_ERROR_UNKNOWN);
 }
 

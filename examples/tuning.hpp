@@ -80,6 +80,9 @@ struct TuningSetup {
   /// (tunekit::cuda_workers), which the program fills with cuda_worker_gpus.
   bool cuda = false;
   std::vector<int> gpus{};
+  /// After tuning, the `confirm` fastest configurations are measured again, in turns, and the
+  /// fastest of those measurements is the result (tunekit::confirm_best); 0: the tuner's best.
+  std::size_t confirm = 5;
 };
 
 /// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (tpe-local),
@@ -110,6 +113,7 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--tuner NAME", "the preset, one of (docs/concepts.md):", d.tuner);
   text += tunekit::preset_help(20);
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
+  line("--confirm K", "measure the K fastest again, 3 turns, keep the fastest", std::to_string(d.confirm));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
   if (d.cuda)
@@ -140,6 +144,7 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.seed = cl.count("--seed", d.seed);
   s.tuner = cl.text("--tuner", d.tuner);
   s.plan_size = cl.count("--plan-size", d.plan_size);
+  s.confirm = cl.count("--confirm", d.confirm);
   s.log = cl.text("--log", program + ".jsonl");
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
@@ -190,6 +195,30 @@ struct TuningOutcome {
   tunekit::TuneResult result;
   std::size_t failed = 0, wrong = 0;
 };
+
+/// The confirmation after a run (TuningSetup::confirm): the s.confirm fastest configurations
+/// measured again in this process with the preset's evaluator, 3 turns, in turns; prints them and
+/// makes the fastest confirmed one the result. Nothing is logged: a resumed run confirms again.
+template <class TunerT, class K>
+void confirm(K& kernel, const TunerT& tuner, const TuningSetup& s, tunekit::Rng& rng, TuningOutcome& out) {
+  auto evaluator = tunekit::preset_evaluator<TunerT>(s.evaluator, s.adaptive);
+  const auto confirmed = tunekit::confirm_best(kernel, tuner.history(), evaluator, rng, {.top = s.confirm});
+  std::printf("\nconfirming: the %zu fastest configurations measured again, 3 turns each, in turns\n",
+              confirmed.size());
+  std::printf("   %12s %12s  %s\n", "tuned GFLOPS", "confirmed", "configuration");
+  const double flop = kernel.flop();
+  for (std::size_t i = 0; i < confirmed.size(); ++i) {
+    const auto& c = confirmed[i];
+    char now[64];
+    if (c.status == tunekit::Status::ok)
+      std::snprintf(now, sizeof now, "%12.1f", flop > 0 ? flop / c.median / 1e9 : 0.0);
+    else
+      std::snprintf(now, sizeof now, "%12s", std::string(tunekit::to_string(c.status)).c_str());
+    std::printf("%zu. %12.1f %s  %s\n", i + 1, c.trial.measurement.throughput(flop) / 1e9, now,
+                kernel.space().describe(c.trial.config).c_str());
+  }
+  if (!confirmed.empty() && confirmed.front().status == tunekit::Status::ok) out.result.best = confirmed.front().trial;
+}
 
 template <class TunerT, class K>
 TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
@@ -249,6 +278,7 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
               "%zu failed (%zu wrong results); log %s, curve %s\n",
               out.result.trials, tunekit::to_string(out.result.reason), tuner.search_seconds(), measuring,
               timed_runs, out.failed, out.wrong, s.log.c_str(), s.curve.c_str());
+  if (s.confirm > 0 && out.result.best) confirm(kernel, tuner, s, rng, out);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "tunekit/callbacks/progress_bar.hpp"
 #include "tunekit/callbacks/time_limit.hpp"
 #include "tunekit/concepts.hpp"
+#include "tunekit/confirm.hpp"
 #include "tunekit/core/history.hpp"
 #include "tunekit/core/measurement.hpp"
 #include "tunekit/core/random.hpp"

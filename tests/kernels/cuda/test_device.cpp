@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -86,7 +87,10 @@ TEST_CASE("cuda device: a child's error, death or hang reaches the caller as a D
   }
   CHECK(cu::detail::answer_from_child([] { return std::string("two\nlines"); }, "reading", 10.0) == "two\nlines");
   CHECK_THROWS_WITH_AS(cu::detail::answer_from_child([]() -> std::string { ::_exit(3); }, "counting", 10.0),
-                       doctest::Contains("counting: the process doing it gave no answer (exit code 3)"),
+                       doctest::Contains("counting: the process doing it gave no answer (exited with code 3)"),
+                       cu::DriverError);
+  CHECK_THROWS_WITH_AS(cu::detail::answer_from_child([]() -> std::string { ::raise(SIGKILL); return {}; }, "counting", 10.0),
+                       doctest::Contains("counting: the process doing it gave no answer (killed by signal 9"),
                        cu::DriverError);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH_AS(cu::detail::answer_from_child(

@@ -266,7 +266,7 @@ inline std::string answer_from_child(const std::function<std::string()>& read, c
     std::getline(in, text, '\0');
     throw DriverError(text, static_cast<CUresult>(code));
   }
-  throw DriverError(what + ": the process doing it gave no answer (it " + child.how_it_ended() + ")",
+  throw DriverError(what + ": the process doing it gave no answer (" + child.how_it_ended() + ")",
                     CUDA_ERROR_UNKNOWN);
 }
 

@@ -294,7 +294,8 @@ class MultiTaskTuner {
         throw std::logic_error("scheduler chose finished task '" + tasks_[k].options.name + "'");
       bool stop = run_slot(k, kernel_at(k), farm, rng, loop(k, measurement_seed, wall0), callbacks...);
       const MultiTaskState state{std::span<const TaskProgress>(progress_), objective_, slots_ - 1, k};
-      stop = (detail::call_on_slot(callbacks, state) | ... | stop);
+      // Every callback's on_slot is called (no short-circuit), then any of them stops the run.
+      ((stop = detail::call_on_slot(callbacks, state) || stop), ...);
       if (stop) {
         result.reason = MultiTaskStop::callback;
         break;

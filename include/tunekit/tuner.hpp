@@ -401,7 +401,9 @@ class Tuner {
     [[maybe_unused]] const TuningState s = state(TrialLoop{.budget_trials = options_.budget.trials,
                                                            .budget_seconds = options_.budget.seconds,
                                                            .wall0 = created_});
-    return (detail::call_on_measured(callbacks, s, t) | ... | false);
+    bool stop = false;  // every callback's on_measured is called, then any of them stops
+    ((stop = detail::call_on_measured(callbacks, s, t) || stop), ...);
+    return stop;
   }
 
   /// Configs handed out by `ask` and not told yet.
@@ -504,7 +506,8 @@ class Tuner {
       }, callbacks...);
       ++loop.round;
       [[maybe_unused]] const TuningState s = state(loop);
-      stop = (detail::call_on_round(callbacks, s) | ... | stop);
+      // Every callback's on_round is called (no short-circuit), then any of them stops the run.
+      ((stop = detail::call_on_round(callbacks, s) || stop), ...);
       if (stop) {
         result.reason = StopReason::callback;
         break;
@@ -653,7 +656,8 @@ class Tuner {
   TrialResult told(const Config& c, Measurement m, const TrialLoop& loop, bool replayed, Callbacks&... callbacks) {
     const Trial& t = tell(c, std::move(m));
     [[maybe_unused]] const TuningState s = state(loop, replayed);
-    const bool stop = (detail::call_on_measured(callbacks, s, t) | ... | false);
+    bool stop = false;  // every callback's on_measured is called, then any of them stops the run
+    ((stop = detail::call_on_measured(callbacks, s, t) || stop), ...);
     return stop ? TrialResult::stop : TrialResult::told;
   }
 

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite under sanitizers (CI runs it after scripts/test.sh):
 #
-#   1. AddressSanitizer + UndefinedBehaviorSanitizer (build-asan): the whole ctest suite, built with
-#      clang 14 (it compiles the suite about a third faster than GCC 12 at -O1, which keeps CI's
-#      2-core run within its time; SANITIZE_ASAN_CXX=/usr/bin/g++ builds it with GCC).
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer (GCC, build-asan): the whole ctest suite.
 #   2. ThreadSanitizer (clang + LLVM's libomp + Archer, build-tsan): the test areas that run
 #      OpenMP-parallel code: surrogate/ (random forest, CART, boosted trees), optimizer/ (parallel
 #      annealing chains, contextual annealing, PPO), kernels/ (the CPU GEMM and conv2d kernels) and
@@ -66,7 +64,7 @@ if [[ $what == address || $what == all ]]; then
   # Without the MPI farm (TUNEKIT_MPI=OFF): Open MPI's own allocations at MPI_Init outlive
   # MPI_Finalize, which LeakSanitizer would report in tunekit-replay's mpirun test; the farm's
   # protocol and LocalFarm are tested under ASan all the same (tests/farm).
-  configure build-asan "${SANITIZE_ASAN_CXX:-/usr/bin/clang++-14}" address,undefined -DTUNEKIT_MPI=OFF
+  configure build-asan /usr/bin/g++ address,undefined -DTUNEKIT_MPI=OFF
   cmake --build build-asan -j "$jobs" --target tunekit_tests doc_readme doc_getting_started
   # Not detect_stack_use_after_return=1: with it GCC 12's runtime makes the tests/records/test_log
   # cases crash under ctest (a read of an address equal to the pid, copying an initializer_list

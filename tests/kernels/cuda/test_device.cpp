@@ -171,8 +171,35 @@ TEST_CASE("cuda device: the options are checked, and made without limits a kerne
   if (!loaded_before) CHECK_FALSE(driver_loaded_here());
 }
 
+// A process that initialised the driver cannot lend it to its forks (LocalFarm's workers): a fork
+// that tries says so instead of calling cuInit. Simulated without a GPU by recording another
+// process as the one that initialised the driver.
+TEST_CASE("cuda device: a fork of a process that initialised the driver refuses to use it, saying why") {
+  const bool loaded_before = driver_loaded_here();
+  auto& by = cu::detail::driver_initialised_by();
+  const pid_t saved = by;
+  by = ::getppid();  // as in a worker forked after its parent initialised the driver
+  CHECK_FALSE(cu::detail::driver_initialised());
+  const std::string expected = "it is a fork of process " + std::to_string(::getppid());
+  CHECK_THROWS_WITH_AS(cu::Device::open(0), doctest::Contains(expected.c_str()), cu::DriverError);
+  CHECK_THROWS_WITH_AS(cu::device_count(), doctest::Contains(expected.c_str()), cu::DriverError);
+  // query_device reads in a child, which is a fork of a "fork" too: the child's refusal comes back.
+  CHECK_THROWS_WITH_AS(cu::query_device(0), doctest::Contains("which had initialised the CUDA driver"), cu::DriverError);
+  // A kernel made from its limits opens the device at its first prepare, in a worker that can't.
+  cu::GemmKernel kernel(64, 64, 64, {.limits = small_limits});
+  tunekit::Rng rng(3);
+  const auto r = kernel.prepare(kernel.space().sample(rng));
+  CHECK(r.status == tunekit::Status::runtime_error);
+  CHECK(r.error.find(expected) != std::string::npos);
+  by = saved;
+  if (!loaded_before) CHECK_FALSE(driver_loaded_here());
+}
+
 TEST_CASE("cuda device: CUDA workers of a LocalFarm open their devices, the tuning process never does") {
   const bool loaded_before = driver_loaded_here();
+  // On a GPU, earlier test cases of this process may have opened a device here; then the workers
+  // (forks) cannot use CUDA and must say so. ctest runs every case in a process of its own.
+  const bool initialised_before = cu::detail::driver_initialised();
   std::string why;
   const bool has_gpu = gpu(why).has_value();
   cu::GemmKernel kernel(64, 64, 64, {.limits = small_limits});
@@ -188,7 +215,13 @@ TEST_CASE("cuda device: CUDA workers of a LocalFarm open their devices, the tuni
     if (!has_gpu) {
       CHECK(t.measurement.status == tunekit::Status::runtime_error);
       CHECK(t.measurement.error.find("opening CUDA device 0: ") != std::string::npos);
+    } else if (initialised_before) {
+      CHECK(t.measurement.status == tunekit::Status::runtime_error);
+      CHECK(t.measurement.error.find("which had initialised the CUDA driver before it forked") != std::string::npos);
+    } else {
+      INFO(t.measurement.error);
+      CHECK(t.measurement.status == tunekit::Status::ok);
     }
   }
-  if (has_gpu) CHECK(tuner.history().successes() > 0);
+  if (has_gpu && !initialised_before) CHECK(tuner.history().successes() == 6);
 }

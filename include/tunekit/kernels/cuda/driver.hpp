@@ -15,6 +15,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -129,11 +130,32 @@ inline const DriverApi& driver_api() {
   return api;
 }
 
-/// Whether this process initialised the driver (cuInit succeeded in Device::open or
-/// query_device): a child forked from here could no longer use it.
-inline std::atomic<bool>& driver_initialised() {
-  static std::atomic<bool> done{false};
-  return done;
+/// The process that initialised the driver (cuInit succeeded in Device::open, query_device or
+/// device_count), or 0. A fork inherits the value but not the initialisation.
+inline std::atomic<pid_t>& driver_initialised_by() {
+  static std::atomic<pid_t> pid{0};
+  return pid;
+}
+
+/// Whether this process initialised the driver: a child forked from here could no longer use it.
+inline bool driver_initialised() {
+  const pid_t by = driver_initialised_by();
+  return by != 0 && by == ::getpid();
+}
+
+/// Records that this process initialised the driver.
+inline void note_driver_initialised() { driver_initialised_by() = ::getpid(); }
+
+/// Throws DriverError when this process is a fork of one that had initialised the driver: CUDA
+/// cannot be used here (cuInit would fail or hang), whatever the driver answers.
+inline void check_not_forked_after_init() {
+  const pid_t by = driver_initialised_by();
+  if (by != 0 && by != ::getpid())
+    throw DriverError("CUDA cannot be used in this process: it is a fork of process " + std::to_string(by) +
+                          ", which had initialised the CUDA driver before it forked (neither cuInit nor a context "
+                          "survives fork); start the measurement workers (a LocalFarm) before anything in the "
+                          "tuning process opens a device",
+                      CUDA_ERROR_NOT_INITIALIZED);
 }
 
 }  // namespace detail
@@ -199,9 +221,10 @@ namespace detail {
 /// Initialises the driver and describes device `ordinal`, in this process (no context is made).
 /// Throws DriverError.
 inline CUdevice init_and_describe(int ordinal, DeviceInfo& info) {
+  check_not_forked_after_init();
   const DriverApi& api = driver();
   check(api.init(0), "cuInit");
-  driver_initialised() = true;
+  note_driver_initialised();
   int count = 0;
   check(api.device_get_count(&count), "cuDeviceGetCount");
   if (ordinal < 0 || ordinal >= count)
@@ -311,8 +334,9 @@ inline DeviceInfo query_device(int ordinal = 0, double timeout_seconds = 60.0) {
 /// Throws DriverError (no driver, or no device at all: cuInit's error).
 inline int device_count(double timeout_seconds = 60.0) {
   auto count = [] {
+    detail::check_not_forked_after_init();
     check(driver().init(0), "cuInit");
-    detail::driver_initialised() = true;
+    detail::note_driver_initialised();
     int n = 0;
     check(driver().device_get_count(&n), "cuDeviceGetCount");
     return n;

@@ -50,10 +50,6 @@ std::vector<std::uint64_t> indices(const tunekit::History& h) {
 }
 
 // The same trials but for the cost (the recording kernel's is wall-clock time).
-void check_same_trials(const tunekit::History& a, const tunekit::History& b) {
-  tunekit::test::check_same_trials(a, b, false);
-}
-
 // Random search with `options` and `seed`, serially and on a LocalFarm of `workers`: checks that
 // the farm run makes the serial run's trials (all `options.budget.trials` of them) and returns
 // the summary of its workers' prefetch and prepare log.
@@ -70,7 +66,7 @@ tunekit::test::PrefetchSummary farm_run(const tunekit::TunerOptions& options, st
   tunekit::RandomSearchTuner parallel(kernel.space(), options);
   tunekit::Rng prng(seed);
   CHECK(parallel.tune(kernel, farm, prng).trials == options.budget.trials);
-  check_same_trials(serial.history(), parallel.history());
+  tunekit::test::check_same_trials(serial.history(), parallel.history(), false);
   return tunekit::test::summarise(tunekit::test::read_prefetch_log(kernel.path), indices(parallel.history()));
 }
 
@@ -210,7 +206,7 @@ TEST_CASE("farm compile ahead: a multi-task run on 2 workers makes the serial ru
   CHECK(parallel.tune(kernels, farm, prng).trials == 40);
   CHECK(parallel.slot_tasks() == serial.slot_tasks());
   for (std::size_t k = 0; k < 2; ++k) {
-    check_same_trials(serial.tuner(k).history(), parallel.tuner(k).history());
+    tunekit::test::check_same_trials(serial.tuner(k).history(), parallel.tuner(k).history(), false);
     const auto s = tunekit::test::summarise(tunekit::test::read_prefetch_log(kernels[k]->path),
                                             indices(parallel.tuner(k).history()));
     CHECK(s.strangers == 0);  // a task's kernel compiles its own configs only

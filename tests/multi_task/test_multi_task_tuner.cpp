@@ -8,6 +8,7 @@
 #include <tunekit/scheduler/sequential.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -151,10 +152,7 @@ std::vector<std::string> text_lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
 }
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tunekit::test::slurp;
 // A log line without its timestamp (the rest is the record: task, config, measurement).
 std::string without_timestamp(const std::string& line) { return line.substr(0, line.find("\"timestamp\"")); }
 }  // namespace

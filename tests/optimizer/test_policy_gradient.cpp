@@ -16,8 +16,8 @@ using tunekit::Config;
 using tunekit::SearchSpace;
 
 // Four knobs of 16 values and a score in [0, 1] that falls linearly with the L1 distance to a
-// peak: 1 at the peak, 0 at the farthest corner.
-const Config peak = {3, 12, 7, 10};
+// summit: 1 at the peak, 0 at the farthest corner.
+const Config summit = {3, 12, 7, 10};
 
 SearchSpace grid4() {
   SearchSpace s;
@@ -27,7 +27,7 @@ SearchSpace grid4() {
 
 double peak_score(const Config& c) {
   double d = 0;
-  for (std::size_t k = 0; k < 4; ++k) d += std::abs(double(c[k]) - double(peak[k]));
+  for (std::size_t k = 0; k < 4; ++k) d += std::abs(double(c[k]) - double(summit[k]));
   return 1.0 - d / 48.0;  // the farthest corner is 12 + 12 + 8 + 10 = 42 away; 48 bounds it
 }
 

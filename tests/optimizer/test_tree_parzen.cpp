@@ -62,12 +62,12 @@ double median(std::vector<double> v) {
 
 // Four ordinal knobs of 16 values with an interaction: 65536 configs, one optimum at
 // (11, 4, 13, 6), and a smooth bowl around it with a ridge that couples a and b.
-SearchSpace bowl_space() {
+SearchSpace square_bowl_space() {
   SearchSpace s;
   for (const char* n : {"a", "b", "c", "d"}) s.add(Knob::range(n, 0, 15));
   return s;
 }
-double bowl(const Config& c) {
+double square_bowl(const Config& c) {
   const double a = c[0] - 11.0, b = c[1] - 4.0, cc = c[2] - 13.0, d = c[3] - 6.0;
   return 1.0 + 0.02 * (a * a + b * b + cc * cc + d * d) + 0.03 * std::abs(a + b);
 }
@@ -106,16 +106,16 @@ TEST_CASE("TreeParzen: the start is a maximin design, more spread than random co
 }
 
 TEST_CASE("TreeParzen: finds the optimum of a bowl far sooner than random search") {
-  const SearchSpace s = bowl_space();
+  const SearchSpace s = square_bowl_space();
   std::vector<double> tp_best, rs_best;
   std::size_t found = 0;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
     TreeParzen tp;
-    const auto t = run(tp, s, bowl, 150, seed);
+    const auto t = run(tp, s, square_bowl, 150, seed);
     tp_best.push_back(best_of(t, 150));
     found += best_of(t, 150) == 1.0;
     RandomSearch rs;
-    rs_best.push_back(best_of(run(rs, s, bowl, 150, seed), 150));
+    rs_best.push_back(best_of(run(rs, s, square_bowl, 150, seed), 150));
   }
   // 150 of 65536 configs: random search's best is ~1.2 (median); TreeParzen's is at or next to
   // the optimum in most runs.
@@ -159,7 +159,7 @@ TEST_CASE("TreeParzen: failures are a class of their own, and it learns to avoid
 }
 
 TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by Thompson sampling") {
-  const SearchSpace s = bowl_space();
+  const SearchSpace s = square_bowl_space();
   TreeParzen tp;
   History h;
   std::unordered_set<std::uint64_t> visited;
@@ -177,7 +177,7 @@ TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by 
     }
     const auto idx = s.to_index(batch[0]);
     visited.insert(idx);
-    h.add(Trial{batch[0], idx, Measurement::from_samples({bowl(batch[0])}, 0.0), 0.0});
+    h.add(Trial{batch[0], idx, Measurement::from_samples({square_bowl(batch[0])}, 0.0), 0.0});
   }
   const TreeParzenRound& r = tp.last_round();
   // Every measured pick of the model phase but the last is credited to one source.
@@ -254,7 +254,7 @@ TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours ar
 }
 
 TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar") {
-  const SearchSpace s = bowl_space();
+  const SearchSpace s = square_bowl_space();
   TreeParzen tp({.batch_growth = 50});
   History h;
   std::unordered_set<std::uint64_t> visited;
@@ -266,7 +266,7 @@ TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar
     for (const Config& c : rs.propose(ctx, 120, rng)) {
       const auto idx = s.to_index(c);
       visited.insert(idx);
-      h.add(Trial{c, idx, Measurement::from_samples({bowl(c)}, 0.0), 0.0});
+      h.add(Trial{c, idx, Measurement::from_samples({square_bowl(c)}, 0.0), 0.0});
     }
   }
   const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
@@ -282,9 +282,9 @@ TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar
 }
 
 TEST_CASE("TreeParzen: same seed, same proposals, and a small space exhausted exactly") {
-  const SearchSpace s = bowl_space();
+  const SearchSpace s = square_bowl_space();
   TreeParzen a, b;
-  CHECK(run(a, s, bowl, 60, 11) == run(b, s, bowl, 60, 11));
+  CHECK(run(a, s, square_bowl, 60, 11) == run(b, s, square_bowl, 60, 11));
   SearchSpace tiny;
   tiny.add(Knob::range("a", 0, 4)).add(Knob::boolean("b"));
   tiny.add_constraint("a + b != 3", [](const ConfigView& c) { return c["a"] + c["b"] != 3; });

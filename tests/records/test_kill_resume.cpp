@@ -15,6 +15,7 @@
 #include <tunekit/core/history.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -55,10 +56,7 @@ struct SlowReplay {
   }
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tunekit::test::slurp;
 
 std::size_t complete_lines(const fs::path& p) {
   const std::string s = slurp(p);

@@ -5,6 +5,7 @@
 #include <tunekit/records/log.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -68,10 +69,7 @@ Record make_record(const SearchSpace& s, const std::string& task, std::uint64_t 
   return Record{task, "dev", s.from_index(idx), m, tunekit::utc_timestamp()};
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tunekit::test::slurp;
 
 void append_raw(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::app);

@@ -3,6 +3,7 @@
 
 #include "support/temp_dir.hpp"
 #include "support/what_of.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,7 @@
 
 namespace {
 
-const std::string datasets = TUNEKIT_DATASETS;
+using tunekit::test::datasets;
 
 // The header as Kernel Tuner's process_cache writes it: json.dumps(..., indent="") without the
 // closing "}\n}", so the file ends in `"cache": {`.
@@ -43,12 +44,12 @@ std::string closed_cache() {
   return s + "}\n}";
 }
 
-tunekit::ReplayKernel from_text(const std::string& text, std::ostream* warnings = nullptr) {
+tunekit::ReplayKernel from_cache_text(const std::string& text, std::ostream* warnings = nullptr) {
   return tunekit::from_kernel_tuner_cache_text(text, "mem.json", {}, warnings);
 }
 
-std::string what_of(const std::string& text) {
-  return tunekit::test::what_of<tunekit::DatasetError>([&] { from_text(text); });
+std::string cache_error_of(const std::string& text) {
+  return tunekit::test::what_of<tunekit::DatasetError>([&] { from_cache_text(text); });
 }
 
 }  // namespace
@@ -89,45 +90,45 @@ TEST_CASE("a Kernel Tuner cache file replays its entries: times, failures, const
 }
 
 TEST_CASE("an unclosed Kernel Tuner cache (a run still writing) reads as Kernel Tuner reads it") {
-  const auto closed = from_text(closed_cache());
-  const auto open = from_text(open_cache());
+  const auto closed = from_cache_text(closed_cache());
+  const auto open = from_cache_text(open_cache());
   CHECK(open.row_count() == closed.row_count());
   CHECK(open.recorded_times_ms() == closed.recorded_times_ms());
   // Only the header written so far: no entries.
-  CHECK(what_of(open_cache(0)).find("mem.json: no rows") == 0);
+  CHECK(cache_error_of(open_cache(0)).find("mem.json: no rows") == 0);
 
   // A last line cut off in the middle of its write is dropped with a warning.
   std::string cut = open_cache(3) + "\n" + entries[3].substr(0, 40);
   std::ostringstream warnings;
-  const auto k = from_text(cut, &warnings);
+  const auto k = from_cache_text(cut, &warnings);
   CHECK(k.row_count() == 3);
   CHECK(warnings.str().find("mem.json: ignoring a cut-off last cache entry") != std::string::npos);
 }
 
 TEST_CASE("malformed Kernel Tuner caches are errors naming the file, key and entry") {
   auto with_entry = [](const std::string& e) { return header + "\n" + entries[0] + ",\n" + e + "}\n}"; };
-  CHECK(what_of("").find("mem.json: not a Kernel Tuner cache file (malformed JSON") == 0);
-  CHECK(what_of("{\"cache\": {}}").find("mem.json: 'tune_params_keys' is missing") == 0);
-  CHECK(what_of("[1, 2]").find("not a JSON object") != std::string::npos);
-  CHECK(what_of("{\"tune_params_keys\": [\"a\"]}").find("mem.json: 'cache' is missing") == 0);
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "filter": 15, "time": 1.0})")) ==
+  CHECK(cache_error_of("").find("mem.json: not a Kernel Tuner cache file (malformed JSON") == 0);
+  CHECK(cache_error_of("{\"cache\": {}}").find("mem.json: 'tune_params_keys' is missing") == 0);
+  CHECK(cache_error_of("[1, 2]").find("not a JSON object") != std::string::npos);
+  CHECK(cache_error_of("{\"tune_params_keys\": [\"a\"]}").find("mem.json: 'cache' is missing") == 0);
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "filter": 15, "time": 1.0})")) ==
         "mem.json: cache entry '32,1,15': lacks parameter 'use_shmem'");
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32.5, "use_shmem": 1, "filter": 15, "time": 1.0})"))
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32.5, "use_shmem": 1, "filter": 15, "time": 1.0})"))
             .find("mem.json: cache entry '32,1,15': parameter 'block_size_x' = 32.5 is not an integer") == 0);
-  CHECK(what_of(with_entry(R"("8,1,15": {"block_size_x": 8, "use_shmem": 1, "filter": 15, "time": 1.0})")) ==
+  CHECK(cache_error_of(with_entry(R"("8,1,15": {"block_size_x": 8, "use_shmem": 1, "filter": 15, "time": 1.0})")) ==
         "mem.json: cache entry '8,1,15': parameter 'block_size_x' = 8 is not among its tune_params values");
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": "Oops"})")) ==
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": "Oops"})")) ==
         "mem.json: cache entry '32,1,15': 'time' is the unknown failure \"Oops\"");
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15})")) ==
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15})")) ==
         "mem.json: cache entry '32,1,15': lacks 'time'");
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "times": [1.0, -2]})"))
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "times": [1.0, -2]})"))
             .find("mem.json: cache entry '32,1,15': 'times' holds -2") == 0);
-  CHECK(what_of(open_cache() + "\n" + R"("16,0,x": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 1.0})" + "}\n}")
+  CHECK(cache_error_of(open_cache() + "\n" + R"("16,0,x": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 1.0})" + "}\n}")
             .find("mem.json: duplicate rows for ") == 0);
   // Python's json.dumps writes NaN/Infinity for non-finite floats: read as null.
-  CHECK(what_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": NaN})")) ==
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": NaN})")) ==
         "mem.json: cache entry '32,1,15': 'time' is neither a number nor a failure name: null");
-  CHECK(from_text(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "GFLOP/s": -Infinity, "note": "NaN"})"))
+  CHECK(from_cache_text(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "GFLOP/s": -Infinity, "note": "NaN"})"))
             .row_count() == 2);
   CHECK_THROWS_WITH_AS(tunekit::from_kernel_tuner_cache("/nonexistent/x.json"),
                        "cannot open Kernel Tuner cache '/nonexistent/x.json'", tunekit::DatasetError);

@@ -4,6 +4,7 @@
 #include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
+#include "support/files.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,10 +18,6 @@
 
 namespace {
 
-tunekit::ReplayKernel from_text(const std::string& text, tunekit::ReplayOptions o = {}) {
-  std::istringstream in(text);
-  return tunekit::ReplayKernel::from_stream(in, "mem.csv", std::move(o));
-}
 
 // Six configs, one failed; one sample per row, so a measured mean is the recorded time.
 // Sorted times 1, 2, 3, 4, 5 ms and the failure, which counts as the worst finite time, 5.
@@ -45,7 +42,7 @@ tunekit::Trial trial(const tunekit::ReplayKernel& k, std::size_t row, double tun
 }  // namespace
 
 TEST_CASE("f_rand equals the mean best over every subset of k configs") {
-  auto k = from_text(six, {.overhead_seconds = 0.25});
+  auto k = tunekit::test::replay_from_text(six, {.overhead_seconds = 0.25});
   const auto times = k.recorded_times_ms();
   const auto f = tunekit::random_search_expected_best_ms(times, 8);
   REQUIRE(f.size() == 9);
@@ -88,7 +85,7 @@ TEST_CASE("f_rand equals the mean best over every subset of k configs") {
 }
 
 TEST_CASE("a trace that holds the optimum from its first trial scores 1 from then on") {
-  auto k = from_text(six);
+  auto k = tunekit::test::replay_from_text(six);
   // c_bar = 1 s, budget 4: T = 4 s, t_i = 0.04 i s, k(t_i) = 0.04 i configs.
   const auto b = tunekit::time_score_baseline(k.recorded_times_ms(), 1.0, 4);
   tunekit::ReplayTrace from_start;
@@ -114,7 +111,7 @@ TEST_CASE("a trace that holds the optimum from its first trial scores 1 from the
 }
 
 TEST_CASE("a trace that never succeeds scores at most 0") {
-  auto k = from_text(six);
+  auto k = tunekit::test::replay_from_text(six);
   const auto b = tunekit::time_score_baseline(k.recorded_times_ms(), 1.0, 4);
   tunekit::ReplayTrace failed, empty;
   failed.trials = {trial(k, 2, 0.5)};  // row 2 is the failed config
@@ -143,7 +140,7 @@ TEST_CASE("random search scores about 0 on average") {
     const std::string t = i % 50 == 25 ? "inf," : std::to_string(ms) + "," + std::to_string(ms);
     csv += std::to_string(i / 20) + "," + std::to_string(i % 20) + "," + t + "\n";
   }
-  auto k = from_text(csv);
+  auto k = tunekit::test::replay_from_text(csv);
   const std::size_t budget = 40;
   const auto b = tunekit::time_score_baseline(k.recorded_times_ms(),
                                               tunekit::seconds_per_config(k, tunekit::Deterministic{}), budget);

@@ -6,6 +6,7 @@
 #include <tunekit/presets.hpp>
 
 #include "support/replay_medians.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 #include <omp.h>
@@ -16,15 +17,15 @@
 
 namespace {
 
-const std::string datasets = TUNEKIT_DATASETS;
+using tunekit::test::datasets;
 
-struct Medians {
+struct ChameleonMedians {
   double random, chameleon;
   // Chameleon's score of each seed.
   std::vector<double> chameleon_scores;
 };
 
-Medians medians(const std::string& name) {
+ChameleonMedians chameleon_medians(const std::string& name) {
   auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
   // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
   const int threads = omp_get_max_threads();
@@ -33,7 +34,7 @@ Medians medians(const std::string& name) {
   // not test_model_based's fifteen: a Chameleon run makes about twice as many (smaller) rounds,
   // each with a PPO search, and costs about 1.3 s here.
   const auto s = tunekit_test::scores<tunekit::ChameleonTuner>(k, 200, 7);
-  const Medians m{tunekit_test::random_median(k, 200), tunekit::quantile(s, 0.5), s};
+  const ChameleonMedians m{tunekit_test::random_median(k, 200), tunekit::quantile(s, 0.5), s};
   omp_set_num_threads(threads);
   MESSAGE(name << ": median score at 200: random " << m.random << ", chameleon " << m.chameleon);
   return m;
@@ -57,22 +58,22 @@ Medians medians(const std::string& name) {
 // median there; what holds is that it escapes the trap on some seeds and is not far below.
 
 TEST_CASE("Chameleon beats random search on gemm_RTX_3090") {
-  const auto m = medians("gemm_RTX_3090");
+  const auto m = chameleon_medians("gemm_RTX_3090");
   CHECK(m.chameleon >= m.random + 0.10);
 }
 
 TEST_CASE("Chameleon beats random search on gemm_RTX_2080_Ti") {
-  const auto m = medians("gemm_RTX_2080_Ti");
+  const auto m = chameleon_medians("gemm_RTX_2080_Ti");
   CHECK(m.chameleon >= m.random + 0.06);
 }
 
 TEST_CASE("Chameleon beats random search on convolution_A100") {
-  const auto m = medians("convolution_A100");
+  const auto m = chameleon_medians("convolution_A100");
   CHECK(m.chameleon >= m.random + 0.15);
 }
 
 TEST_CASE("on convolution_A4000 Chameleon escapes the trap on some seeds, its median near random search's") {
-  const auto m = medians("convolution_A4000");
+  const auto m = chameleon_medians("convolution_A4000");
   const auto escaped = std::count_if(m.chameleon_scores.begin(), m.chameleon_scores.end(),
                                      [](double s) { return s >= 0.95; });
   CAPTURE(escaped);

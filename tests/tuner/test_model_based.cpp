@@ -7,6 +7,7 @@
 
 #include "support/omp_threads.hpp"
 #include "support/replay_medians.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,7 @@
 
 namespace {
 
-const std::string datasets = TUNEKIT_DATASETS;
+using tunekit::test::datasets;
 
 struct Medians {
   double random, autotvm, adatune;

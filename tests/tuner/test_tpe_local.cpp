@@ -8,13 +8,14 @@
 #include <doctest/doctest.h>
 
 #include "support/omp_threads.hpp"
+#include "support/files.hpp"
 
 #include <string>
 #include <vector>
 
 namespace {
 
-const std::string datasets = TUNEKIT_DATASETS;
+using tunekit::test::datasets;
 
 struct AtBudgets {
   double at50, at100;
@@ -23,7 +24,7 @@ struct AtBudgets {
 // Median over seeds 0..14 of the score (the tuner's own pick, replay_score.hpp) after 50 and 100
 // measured configs, plan_size 32, each preset with its own evaluator.
 template <class TunerT>
-AtBudgets medians(tunekit::ReplayKernel& k) {
+AtBudgets medians_at_budgets(tunekit::ReplayKernel& k) {
   std::vector<double> s50, s100;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
     TunerT t(k.space(), {.budget = {.trials = 100}, .plan_size = 32});
@@ -43,8 +44,8 @@ Table table(const std::string& name) {
   auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
   // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
   const tunekit::test::OmpThreads one(1);
-  const Table t{medians<tunekit::TpeLocalTuner>(k), medians<tunekit::AutoTvmTuner>(k),
-                medians<tunekit::AdaTuneTuner>(k), medians<tunekit::ChameleonTuner>(k)};
+  const Table t{medians_at_budgets<tunekit::TpeLocalTuner>(k), medians_at_budgets<tunekit::AutoTvmTuner>(k),
+                medians_at_budgets<tunekit::AdaTuneTuner>(k), medians_at_budgets<tunekit::ChameleonTuner>(k)};
   MESSAGE(name << ": median score at 50 / 100: tpe-local " << t.tpe.at50 << " / " << t.tpe.at100 << ", autotvm "
                << t.autotvm.at50 << " / " << t.autotvm.at100 << ", adatune " << t.adatune.at50 << " / "
                << t.adatune.at100 << ", chameleon " << t.chameleon.at50 << " / " << t.chameleon.at100);

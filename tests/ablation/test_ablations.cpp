@@ -12,7 +12,7 @@
 
 namespace {
 
-const std::filesystem::path datasets = TUNEKIT_DATASETS;
+const std::filesystem::path ablation_datasets = TUNEKIT_DATASETS;
 
 void check_single_task(const std::vector<ablation::PipelineRuns>& all, const std::vector<std::string>& names,
                        std::size_t budget) {
@@ -52,7 +52,7 @@ TEST_CASE("ablation: median_ci takes the distribution-free order statistics") {
 }
 
 TEST_CASE("ablation: the AdaTune and Chameleon cores give one curve per pipeline and seed") {
-  const ablation::ReplaySetup s{.datasets = {datasets / "convolution_A4000.csv"}, .seeds = 2, .budget = 12,
+  const ablation::ReplaySetup s{.datasets = {ablation_datasets / "convolution_A4000.csv"}, .seeds = 2, .budget = 12,
                                 .plan_size = 6, .overhead_seconds = 1.0};
   check_single_task(ablation::adatune_ablation(s), {"xgb-sa-de", "rfei-sa-de", "rfei-csa-de", "rfei-csa-ae"},
                     s.budget);
@@ -60,7 +60,7 @@ TEST_CASE("ablation: the AdaTune and Chameleon cores give one curve per pipeline
 }
 
 TEST_CASE("ablation: the DynaTune core gives one objective curve per scheduler and seed") {
-  const ablation::MultiSetup s{.datasets = {datasets / "convolution_A4000.csv", datasets / "gemm_RTX_3090.csv"},
+  const ablation::MultiSetup s{.datasets = {ablation_datasets / "convolution_A4000.csv", ablation_datasets / "gemm_RTX_3090.csv"},
                                .seeds = 2, .budget = 64, .slot_trials = 16, .plan_size = 16, .overhead_seconds = 1.0};
   const auto all = ablation::dynatune_ablation(s);
   const std::vector<std::string> names = {"sequential", "random-slots", "round-robin", "flop-proportional", "bandit",

@@ -72,7 +72,7 @@ RunResult times(std::size_t runs, double seconds) {
           .simulated_cost = static_cast<double>(runs) * seconds};
 }
 
-const double inf = std::numeric_limits<double>::infinity();
+const double infinite = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -175,7 +175,7 @@ TEST_CASE("Deterministic: exceptions and failure statuses become failed measurem
     CHECK(m.status == Status::runtime_error);
     CHECK_FALSE(m.ok());
     CHECK(m.error == "illegal memory access");
-    CHECK(m.mean == inf);
+    CHECK(m.mean == infinite);
     CHECK(m.throughput(1e9) == 0.0);
     CHECK(k.runs_per_call.size() == 3);  // stopped at the throwing call
   }
@@ -194,7 +194,7 @@ TEST_CASE("Deterministic: exceptions and failure statuses become failed measurem
     const Measurement m = eval.measure(k, {1}, rng);
     CHECK(m.status == Status::build_error);
     CHECK(m.error == "nvcc: syntax error");
-    CHECK(m.mean == inf);
+    CHECK(m.mean == infinite);
     CHECK(k.prepares == 1);
     CHECK(k.runs_per_call.empty());
   }
@@ -234,7 +234,7 @@ TEST_CASE("Deterministic: exceptions and failure statuses become failed measurem
       const Measurement m = eval.measure(k, {0}, rng);
       CHECK(m.status == st);
       CHECK(m.error == "reason");
-      CHECK(m.mean == inf);
+      CHECK(m.mean == infinite);
       CHECK(k.runs_per_call.size() == 2);
     }
   }
@@ -268,13 +268,13 @@ TEST_CASE("Deterministic: invalid times are runtime errors with a clear text") {
   SUBCASE("NaN, infinite, zero or negative times") {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (const auto& bad : std::vector<std::vector<double>>{
-             {1e-3, nan}, {-1e-3, 1e-3}, {0.0, 1e-3}, {1e-3, inf}, {-inf, 1e-3}}) {
+             {1e-3, nan}, {-1e-3, 1e-3}, {0.0, 1e-3}, {1e-3, infinite}, {-infinite, 1e-3}}) {
       CAPTURE(bad[0]);
       CAPTURE(bad[1]);
       const Measurement m = measure_with(bad);
       CHECK(m.status == Status::runtime_error);
       CHECK(m.error.find("invalid run time") != std::string::npos);
-      CHECK(m.mean == inf);
+      CHECK(m.mean == infinite);
     }
   }
   SUBCASE("valid times pass (control)") {
@@ -375,7 +375,7 @@ TEST_CASE("Deterministic: timeout_seconds gives Status::timeout") {
     const Measurement m = eval.measure(k, {0}, rng);
     CHECK(m.status == Status::timeout);
     CHECK(m.error.find("exceeded") != std::string::npos);
-    CHECK(m.mean == inf);
+    CHECK(m.mean == infinite);
     // 0.4 + 0.4 + 0.4 = 1.2 s > 1 s after the third request: no more requests.
     CHECK(k.runs_per_call.size() == 3);
     CHECK(m.cost == doctest::Approx(1.2));
@@ -492,7 +492,7 @@ TEST_CASE("DeterministicParams::validate") {
   CHECK_THROWS_AS(
       DeterministicParams{.min_repeat_ms = std::numeric_limits<double>::quiet_NaN()}.validate(),
       std::invalid_argument);
-  CHECK_THROWS_AS(DeterministicParams{.min_repeat_ms = inf}.validate(), std::invalid_argument);
+  CHECK_THROWS_AS(DeterministicParams{.min_repeat_ms = infinite}.validate(), std::invalid_argument);
   CHECK_THROWS_WITH_AS(DeterministicParams{.timeout_seconds = -0.5}.validate(),
                        doctest::Contains("timeout_seconds"), std::invalid_argument);
   CHECK_THROWS_AS(

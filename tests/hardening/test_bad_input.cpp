@@ -34,7 +34,7 @@ using tunekit::Status;
 namespace {
 
 // A 4 x 4 space (16 configs) with an optional constraint.
-SearchSpace small_space() {
+SearchSpace bad_input_space() {
   SearchSpace s;
   s.add(Knob::range("tile", 1, 4)).add(Knob::power_of_two("vec", 1, 8));
   return s;
@@ -42,7 +42,7 @@ SearchSpace small_space() {
 
 // A kernel whose every run takes `seconds` (whatever that is) and costs 1 simulated second.
 struct FixedTimeKernel {
-  SearchSpace s = small_space();
+  SearchSpace s = bad_input_space();
   double seconds = 1e-3;
   std::size_t extra_times = 0;  // returns runs + extra_times times
 
@@ -148,7 +148,7 @@ TEST_CASE("bad input: a range or value list too long for a knob") {
 }
 
 TEST_CASE("bad input: a constraint that admits nothing") {
-  SearchSpace s = small_space();
+  SearchSpace s = bad_input_space();
   s.add_constraint("tile > 100", [](const tunekit::ConfigView& v) { return v["tile"] > 100; });
   CHECK(s.count_valid() == 0);
   tunekit::Rng rng(7);
@@ -231,7 +231,7 @@ TEST_CASE("bad input: a NaN, negative or zero run time from a kernel") {
 }
 
 namespace {
-std::string dataset_error(const std::string& csv) {
+std::string dataset_csv_error(const std::string& csv) {
   std::istringstream in(csv);
   return what_of([&] { (void)tunekit::ReplayKernel::from_stream(in, "bad.csv"); });
 }
@@ -244,30 +244,30 @@ TEST_CASE("bad input: a dataset with a missing column or a ragged row") {
   CHECK_THROWS_WITH_AS((void)ReplayKernel::from_stream(no_samples, "bad.csv"),
                        doctest::Contains("bad.csv:1: header must be the parameters, then time_ms, then samples"),
                        DatasetError);
-  CHECK(dataset_error("a,b,samples,time_ms\n1,2,3;3,3\n").find("bad.csv:1: header must be") !=
+  CHECK(dataset_csv_error("a,b,samples,time_ms\n1,2,3;3,3\n").find("bad.csv:1: header must be") !=
         std::string::npos);
-  CHECK(dataset_error("time_ms,samples\n3,3\n").find("bad.csv:1: header must be") != std::string::npos);
-  CHECK(dataset_error(",b,time_ms,samples\n1,2,3,3\n").find("bad.csv:1: empty parameter name") !=
+  CHECK(dataset_csv_error("time_ms,samples\n3,3\n").find("bad.csv:1: header must be") != std::string::npos);
+  CHECK(dataset_csv_error(",b,time_ms,samples\n1,2,3,3\n").find("bad.csv:1: empty parameter name") !=
         std::string::npos);
   // Ragged rows: a field short, a field over.
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,3\n1,3,3\n") ==
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,3,3\n") ==
         "bad.csv:3: 3 fields, header has 4");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,3,9\n") == "bad.csv:2: 5 fields, header has 4");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3,9\n") == "bad.csv:2: 5 fields, header has 4");
   // Fields that do not parse.
-  CHECK(dataset_error("a,b,time_ms,samples\n1,x,3,3\n") ==
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,x,3,3\n") ==
         "bad.csv:2: parameter b is not an integer: 'x'");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,nan,3\n") == "bad.csv:2: not a number: 'nan'");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,-1,3\n") == "bad.csv:2: time_ms must be positive");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,3;0\n") ==
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,nan,3\n") == "bad.csv:2: not a number: 'nan'");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,-1,3\n") == "bad.csv:2: time_ms must be positive");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3;0\n") ==
         "bad.csv:2: sample times must be finite and positive");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,\n") == "bad.csv:2: a finite time_ms needs samples");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,\n") == "bad.csv:2: a finite time_ms needs samples");
   // Empty, header only, duplicate rows, nothing varies, everything failed.
-  CHECK(dataset_error("") == "bad.csv: empty dataset (no header)");
-  CHECK(dataset_error("a,b,time_ms,samples\n") == "bad.csv: no rows");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,3\n1,2,4,4\n1,3,3,3\n") ==
+  CHECK(dataset_csv_error("") == "bad.csv: empty dataset (no header)");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n") == "bad.csv: no rows");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,2,4,4\n1,3,3,3\n") ==
         "bad.csv: duplicate rows for b=2");
-  CHECK(dataset_error("a,b,time_ms,samples\n1,2,3,3\n") == "bad.csv: no parameter takes two values");
-  CHECK(dataset_error("a,time_ms,samples\n1,inf,\n2,inf,\n") == "bad.csv: every row is recorded as failed");
+  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n") == "bad.csv: no parameter takes two values");
+  CHECK(dataset_csv_error("a,time_ms,samples\n1,inf,\n2,inf,\n") == "bad.csv: every row is recorded as failed");
   // A file that is not there.
   CHECK_THROWS_WITH_AS((void)ReplayKernel::from_csv("/nonexistent/gemm.csv"),
                        doctest::Contains("cannot open dataset '/nonexistent/gemm.csv'"), DatasetError);
@@ -288,7 +288,7 @@ void write_record(const std::filesystem::path& path, const SearchSpace& space, c
 
 TEST_CASE("bad input: a log from a different task or space") {
   tunekit::test::TempDir dir;
-  const SearchSpace s = small_space();
+  const SearchSpace s = bad_input_space();
   const auto path = dir.path / "gemm.jsonl";
   write_record(path, s, "gemm_1024", {0, 1});
   write_record(path, s, "gemm_2048", {1, 1});
@@ -320,7 +320,7 @@ TEST_CASE("bad input: a log from a different task or space") {
 
   // The same knobs, but the space now has a constraint the logged config violates: the error
   // names the file, the line, the config and the constraint, not just "invalid config" later.
-  SearchSpace constrained = small_space();
+  SearchSpace constrained = bad_input_space();
   constrained.add_constraint("tile * vec <= 2", [](const tunekit::ConfigView& v) { return v["tile"] * v["vec"] <= 2; });
   tunekit::RandomSearchTuner t3(constrained);
   const std::string violates = path.string() + ":2: config tile=2;vec=2 violates the space's constraints (tile * vec <= 2)";
@@ -329,7 +329,7 @@ TEST_CASE("bad input: a log from a different task or space") {
 }
 
 TEST_CASE("bad input: a budget of 0") {
-  const SearchSpace s = small_space();
+  const SearchSpace s = bad_input_space();
   using O = tunekit::TunerOptions;
   CHECK_THROWS_WITH_AS(tunekit::RandomSearchTuner(s, O{.budget = {.trials = 0}}),
                        doctest::Contains("Budget: trials must be at least 1"), std::invalid_argument);
@@ -346,7 +346,7 @@ TEST_CASE("bad input: a budget of 0") {
 
 TEST_CASE("bad input: a plan_size larger than the space is fine (the tuner exhausts the space)") {
   // Not an error: the tuner measures every valid config once and stops at space_exhausted.
-  SearchSpace s = small_space();
+  SearchSpace s = bad_input_space();
   s.add_constraint("tile * vec <= 4", [](const tunekit::ConfigView& v) { return v["tile"] * v["vec"] <= 4; });
   REQUIRE(s.count_valid() == 7);  // tile 1: vec 1, 2, 4; tile 2: 1, 2; tile 3 and 4: 1
   const ToyKernel k{s};
@@ -371,7 +371,7 @@ TEST_CASE("bad input: a plan_size larger than the space is fine (the tuner exhau
 }
 
 TEST_CASE("bad input: a config of the wrong shape, an unknown knob, a kernel of another space") {
-  const SearchSpace s = small_space();
+  const SearchSpace s = bad_input_space();
   CHECK_THROWS_WITH_AS((void)s.to_index(Config{1}),
                        doctest::Contains("config has 1 values for a space of 2 knobs"),
                        std::invalid_argument);
@@ -389,7 +389,7 @@ TEST_CASE("bad input: a config of the wrong shape, an unknown knob, a kernel of 
   CHECK_THROWS_WITH_AS(t.tell(Config{0, 9}, {}),
                        doctest::Contains("not valid in the search space: config value index 9 out of range for knob 'vec'"),
                        std::invalid_argument);
-  SearchSpace three = small_space();
+  SearchSpace three = bad_input_space();
   three.add(Knob::boolean("unroll"));
   ToyKernel k{three};
   tunekit::Rng rng(1);

@@ -43,7 +43,7 @@ namespace {
 
 // Wraps a replay kernel and sleeps 3 ms per run() call, so that a run lasts long enough to be
 // killed in the middle (the Deterministic evaluator makes 4 run() calls per config).
-struct SlowReplay {
+struct SleepyReplay {
   const tunekit::ReplayKernel* inner;
   const tunekit::SearchSpace& space() const { return inner->space(); }
   double flop() const { return inner->flop(); }
@@ -159,7 +159,7 @@ TEST_CASE("kill and resume: a run killed mid-way resumes from its log with no co
 
   // The child: tune slowly, logging every measurement.
   const std::size_t lines_at_kill = run_and_kill(log, kill_after_lines, [&] {
-    SlowReplay slow{&kernel};
+    SleepyReplay slow{&kernel};
     tunekit::RandomSearchTuner tuner(kernel.space(), {.budget = {.trials = budget}});
     tunekit::Rng rng(seed);
     std::ostringstream warnings;
@@ -343,7 +343,7 @@ void check_fault_injection(const std::string& name, MakeTuner make_tuner, std::s
     warnings << std::unitbuf;
     auto tuner = make_tuner();
     tunekit::resume_exact(tuner, log, task, &warnings);
-    SlowReplay slow{&kernel};
+    SleepyReplay slow{&kernel};
     tunekit::Rng rng(seed);
     const auto res = tuner.tune(slow, rng, tunekit::LogToFile(log, &warnings));
     return res.trials == budget && tuner.recorded_left() == 0 ? 0 : 2;
@@ -440,8 +440,8 @@ TEST_CASE("kill and resume: a multi-task run killed mid-way resumes exactly (sam
   const fs::path log = dir.path / "multi_task.jsonl";
 
   const std::size_t lines_at_kill = run_and_kill(log, mt_kill_after, [&] {
-    std::vector<SlowReplay> slow;
-    for (const auto& k : kernels) slow.push_back(SlowReplay{&k});
+    std::vector<SleepyReplay> slow;
+    for (const auto& k : kernels) slow.push_back(SleepyReplay{&k});
     MT mt = make();
     tunekit::Rng rng(mt_seed);
     std::ostringstream warnings;

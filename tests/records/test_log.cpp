@@ -38,7 +38,7 @@ using tunekit::Status;
 using tunekit::test::TempDir;
 
 // 8 x 8 = 64 configs; one knob is categorical so that config JSON has a label.
-SearchSpace small_space() {
+SearchSpace log_space() {
   SearchSpace s;
   s.add(Knob::ordinal("a", {0, 1, 2, 3, 4, 5, 6, 7}));
   s.add(Knob::categorical("b", {"b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"}));
@@ -47,7 +47,7 @@ SearchSpace small_space() {
 
 // A synthetic kernel: a fixed time per config; counts run() calls per flat index.
 struct CountingKernel {
-  SearchSpace s = small_space();
+  SearchSpace s = log_space();
   std::map<std::uint64_t, int> runs_of;
   const SearchSpace& space() const { return s; }
   double flop() const { return 1e9; }
@@ -95,7 +95,7 @@ std::string line_of(const SearchSpace& s, const Record& r) { return tunekit::to_
 TEST_CASE("log: RecordWriter appends one line per record, also after reopening") {
   TempDir dir;
   const fs::path log = dir.path / "run.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   {
     tunekit::RecordWriter w(log);
     CHECK(w.path() == log);
@@ -135,7 +135,7 @@ TEST_CASE("log: RecordWriter appends one line per record, also after reopening")
 TEST_CASE("log: read_records skips a truncated last line with a warning") {
   TempDir dir;
   const fs::path log = dir.path / "cut.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   std::string full;
   for (std::uint64_t i = 0; i < 3; ++i) full += line_of(s, make_record(s, "t", i));
   const std::string fourth = line_of(s, make_record(s, "t", 3));
@@ -156,7 +156,7 @@ TEST_CASE("log: read_records skips a truncated last line with a warning") {
 TEST_CASE("log: a malformed line in the middle is a RecordError naming path:line") {
   TempDir dir;
   const fs::path log = dir.path / "bad.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   auto message_for = [&](const std::string& bad_line) {
     fs::remove(log);
     // Line 1, 2: records; line 3: blank (still counted); line 4: the bad one; line 5: a record.
@@ -208,7 +208,7 @@ TEST_CASE("log: a malformed line in the middle is a RecordError naming path:line
 TEST_CASE("log: records of other tasks are skipped, an empty task reads all") {
   TempDir dir;
   const fs::path log = dir.path / "mixed.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   // Task "other" has configs of another space (unknown knobs): skipped, never parsed.
   nlohmann::json foreign = tunekit::to_json(s, make_record(s, "other", 0));
   foreign["config"] = {{"x", 1}, {"y", "z"}};
@@ -242,7 +242,7 @@ TEST_CASE("log: records of other tasks are skipped, an empty task reads all") {
 
 TEST_CASE("log: read_records of a missing file is a RecordError") {
   TempDir dir;
-  CHECK_THROWS_AS((void)tunekit::read_records(dir.path / "absent.jsonl", small_space(), "t"), RecordError);
+  CHECK_THROWS_AS((void)tunekit::read_records(dir.path / "absent.jsonl", log_space(), "t"), RecordError);
 }
 
 TEST_CASE("log: resume continues a tuning run without measuring anything twice") {
@@ -309,7 +309,7 @@ TEST_CASE("log: resume continues a tuning run without measuring anything twice")
 TEST_CASE("log: resume keeps the first of a config recorded twice, with a warning") {
   TempDir dir;
   const fs::path log = dir.path / "dup.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   Record second = make_record(s, "syn", 7);
   second.measurement.mean = 9e-3;
   append_raw(log, line_of(s, make_record(s, "syn", 7)) + line_of(s, make_record(s, "syn", 8)) +
@@ -326,7 +326,7 @@ TEST_CASE("log: resume keeps the first of a config recorded twice, with a warnin
 TEST_CASE("log: resume on a log of other tasks only is an error naming the tasks") {
   TempDir dir;
   const fs::path log = dir.path / "others.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   append_raw(log, line_of(s, make_record(s, "alpha", 1)) + line_of(s, make_record(s, "beta", 2)) +
                       line_of(s, make_record(s, "alpha", 3)));
   tunekit::RandomSearchTuner tuner(s, {.budget = {.trials = 10}, .task = "gamma"});
@@ -345,7 +345,7 @@ TEST_CASE("log: resume on a log of other tasks only is an error naming the tasks
 
 TEST_CASE("log: resume on a missing or empty log takes nothing") {
   TempDir dir;
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   tunekit::RandomSearchTuner tuner(s, {.budget = {.trials = 10}, .task = "t"});
   std::ostringstream warn;
   CHECK(tunekit::resume(tuner, dir.path / "never_written.jsonl", "t", &warn) == 0);
@@ -359,7 +359,7 @@ TEST_CASE("log: resume on a missing or empty log takes nothing") {
 TEST_CASE("log: opening a RecordWriter removes a truncated last line, and the log stays readable") {
   TempDir dir;
   const fs::path log = dir.path / "crashed.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   const std::string complete = line_of(s, make_record(s, "t", 0)) + line_of(s, make_record(s, "t", 1));
   const std::string third = line_of(s, make_record(s, "t", 2));
   const std::string partial = third.substr(0, 25);
@@ -405,7 +405,7 @@ TEST_CASE("log: a log that is one partial line becomes empty when a writer opens
 TEST_CASE("log: a complete last record without a newline is read, and kept by a writer") {
   TempDir dir;
   const fs::path log = dir.path / "no_final_newline.jsonl";
-  const SearchSpace s = small_space();
+  const SearchSpace s = log_space();
   std::string last = line_of(s, make_record(s, "t", 4));
   last.pop_back();  // e.g. a hand-edited log: valid JSON, no newline at the end
   append_raw(log, line_of(s, make_record(s, "t", 3)) + last);

@@ -12,7 +12,7 @@ using namespace tunekit;
 namespace {
 
 // Every kind of knob: ordinal, power of two, categorical, boolean (24 x 4 x 3 x 2 = 576 configs).
-SearchSpace mixed_space() {
+SearchSpace parzen_mixed_space() {
   SearchSpace s;
   s.add(Knob::range("o", 0, 23)).add(Knob::power_of_two("p", 1, 8));
   s.add(Knob::categorical("cat", {"x", "y", "z"})).add(Knob::boolean("b"));
@@ -22,7 +22,7 @@ SearchSpace mixed_space() {
 }  // namespace
 
 TEST_CASE("ParzenEstimator: the density sums to 1 over the product, with and without weights") {
-  const SearchSpace s = mixed_space();
+  const SearchSpace s = parzen_mixed_space();
   const std::vector<Config> centres{{3, 1, 0, 1}, {20, 3, 2, 0}, {4, 1, 0, 1}};
   for (const std::vector<double>& w : {std::vector<double>{}, std::vector<double>{0.5, 2.0, 1.0}}) {
     const ParzenEstimator p(s, centres, w);
@@ -36,7 +36,7 @@ TEST_CASE("ParzenEstimator: the density sums to 1 over the product, with and wit
 }
 
 TEST_CASE("ParzenEstimator: draws follow the density") {
-  const SearchSpace s = mixed_space();
+  const SearchSpace s = parzen_mixed_space();
   const std::vector<Config> centres{{3, 1, 0, 1}, {20, 3, 2, 0}};
   const ParzenEstimator p(s, centres);
   Rng rng(7);
@@ -56,7 +56,7 @@ TEST_CASE("ParzenEstimator: draws follow the density") {
 }
 
 TEST_CASE("ParzenEstimator: kernel widths follow Scott's rule with its floors") {
-  const SearchSpace s = mixed_space();
+  const SearchSpace s = parzen_mixed_space();
   const ParzenParams params{};
   auto shrink = [](double n) { return std::pow(n, -1.0 / (4.0 + 4.0)); };
   std::vector<Config> centres(9, Config{12, 2, 1, 0});
@@ -76,7 +76,7 @@ TEST_CASE("ParzenEstimator: kernel widths follow Scott's rule with its floors") 
 }
 
 TEST_CASE("ParzenEstimator: mass near the centres, falling off with distance") {
-  const SearchSpace s = mixed_space();
+  const SearchSpace s = parzen_mixed_space();
   const ParzenEstimator p(s, std::vector<Config>{{5, 2, 1, 1}});
   const double at = p.density({5, 2, 1, 1});
   CHECK(at > p.density({6, 2, 1, 1}));
@@ -92,7 +92,7 @@ TEST_CASE("ParzenEstimator: mass near the centres, falling off with distance") {
 }
 
 TEST_CASE("ParzenEstimator: bad arguments are errors") {
-  const SearchSpace s = mixed_space();
+  const SearchSpace s = parzen_mixed_space();
   const std::vector<Config> c{{0, 0, 0, 0}};
   CHECK_THROWS_AS(ParzenEstimator(s, c, std::vector<double>{1.0, 2.0}), std::invalid_argument);
   CHECK_THROWS_AS(ParzenEstimator(s, c, std::vector<double>{-1.0}), std::invalid_argument);

@@ -82,7 +82,7 @@ struct FaultyKernel {
   // UBSan may not turn them into its own report and exit (scripts/sanitize.sh runs this test with
   // ASan's SEGV and FPE handlers off, so that the child dies by the signal). Not inlined: GCC
   // instruments a no_sanitize function's body where it is inlined into an instrumented caller
-  // (seen when this file was compiled together with others of its area, a unity build).
+  // (seen when the unity build first compiled this file together with others).
 #if defined(__GNUC__)
   __attribute__((no_sanitize("null", "integer-divide-by-zero"), noinline))
 #endif

@@ -9,8 +9,8 @@
 #include <tunekit/records/log.hpp>
 #include <tunekit/records/record.hpp>
 
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
-#include "support/what_of.hpp"
 
 #include <doctest/doctest.h>
 
@@ -39,10 +39,7 @@ std::string content(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string dataset_error(const std::string& csv) {
-  std::istringstream in(csv);
-  return tunekit::test::what_of<tunekit::DatasetError>([&] { (void)tunekit::ReplayKernel::from_stream(in, "mem.csv"); });
-}
+using tunekit::test::dataset_error;
 
 }  // namespace
 

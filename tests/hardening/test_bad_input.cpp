@@ -10,6 +10,7 @@
 #include <tunekit/space/search_space.hpp>
 #include <tunekit/tuner.hpp>
 
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "support/what_of.hpp"
 
@@ -231,10 +232,8 @@ TEST_CASE("bad input: a NaN, negative or zero run time from a kernel") {
 }
 
 namespace {
-std::string dataset_csv_error(const std::string& csv) {
-  std::istringstream in(csv);
-  return what_of([&] { (void)tunekit::ReplayKernel::from_stream(in, "bad.csv"); });
-}
+// A dataset's error, the file named bad.csv.
+std::string bad_csv_error(const std::string& csv) { return tunekit::test::dataset_error(csv, "bad.csv"); }
 }  // namespace
 
 TEST_CASE("bad input: a dataset with a missing column or a ragged row") {
@@ -244,30 +243,30 @@ TEST_CASE("bad input: a dataset with a missing column or a ragged row") {
   CHECK_THROWS_WITH_AS((void)ReplayKernel::from_stream(no_samples, "bad.csv"),
                        doctest::Contains("bad.csv:1: header must be the parameters, then time_ms, then samples"),
                        DatasetError);
-  CHECK(dataset_csv_error("a,b,samples,time_ms\n1,2,3;3,3\n").find("bad.csv:1: header must be") !=
+  CHECK(bad_csv_error("a,b,samples,time_ms\n1,2,3;3,3\n").find("bad.csv:1: header must be") !=
         std::string::npos);
-  CHECK(dataset_csv_error("time_ms,samples\n3,3\n").find("bad.csv:1: header must be") != std::string::npos);
-  CHECK(dataset_csv_error(",b,time_ms,samples\n1,2,3,3\n").find("bad.csv:1: empty parameter name") !=
+  CHECK(bad_csv_error("time_ms,samples\n3,3\n").find("bad.csv:1: header must be") != std::string::npos);
+  CHECK(bad_csv_error(",b,time_ms,samples\n1,2,3,3\n").find("bad.csv:1: empty parameter name") !=
         std::string::npos);
   // Ragged rows: a field short, a field over.
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,3,3\n") ==
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,3,3\n") ==
         "bad.csv:3: 3 fields, header has 4");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3,9\n") == "bad.csv:2: 5 fields, header has 4");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,3,9\n") == "bad.csv:2: 5 fields, header has 4");
   // Fields that do not parse.
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,x,3,3\n") ==
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,x,3,3\n") ==
         "bad.csv:2: parameter b is not an integer: 'x'");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,nan,3\n") == "bad.csv:2: not a number: 'nan'");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,-1,3\n") == "bad.csv:2: time_ms must be positive");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3;0\n") ==
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,nan,3\n") == "bad.csv:2: not a number: 'nan'");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,-1,3\n") == "bad.csv:2: time_ms must be positive");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,3;0\n") ==
         "bad.csv:2: sample times must be finite and positive");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,\n") == "bad.csv:2: a finite time_ms needs samples");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,\n") == "bad.csv:2: a finite time_ms needs samples");
   // Empty, header only, duplicate rows, nothing varies, everything failed.
-  CHECK(dataset_csv_error("") == "bad.csv: empty dataset (no header)");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n") == "bad.csv: no rows");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,2,4,4\n1,3,3,3\n") ==
+  CHECK(bad_csv_error("") == "bad.csv: empty dataset (no header)");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n") == "bad.csv: no rows");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,3\n1,2,4,4\n1,3,3,3\n") ==
         "bad.csv: duplicate rows for b=2");
-  CHECK(dataset_csv_error("a,b,time_ms,samples\n1,2,3,3\n") == "bad.csv: no parameter takes two values");
-  CHECK(dataset_csv_error("a,time_ms,samples\n1,inf,\n2,inf,\n") == "bad.csv: every row is recorded as failed");
+  CHECK(bad_csv_error("a,b,time_ms,samples\n1,2,3,3\n") == "bad.csv: no parameter takes two values");
+  CHECK(bad_csv_error("a,time_ms,samples\n1,inf,\n2,inf,\n") == "bad.csv: every row is recorded as failed");
   // A file that is not there.
   CHECK_THROWS_WITH_AS((void)ReplayKernel::from_csv("/nonexistent/gemm.csv"),
                        doctest::Contains("cannot open dataset '/nonexistent/gemm.csv'"), DatasetError);

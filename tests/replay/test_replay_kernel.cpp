@@ -2,7 +2,6 @@
 #include <tunekit/replay_score.hpp>
 #include <tunekit/presets.hpp>
 
-#include "support/what_of.hpp"
 #include "support/files.hpp"
 
 #include <doctest/doctest.h>
@@ -14,11 +13,7 @@
 namespace {
 
 using tunekit::test::datasets;
-
-
-std::string dataset_error_of(const std::string& text) {
-  return tunekit::test::what_of<tunekit::DatasetError>([&] { tunekit::test::replay_from_text(text); });
-}
+using tunekit::test::dataset_error;
 
 }  // namespace
 
@@ -81,17 +76,17 @@ TEST_CASE("a small dataset becomes a space with constants, a membership constrai
 }
 
 TEST_CASE("malformed datasets are errors naming the file and line") {
-  CHECK(dataset_error_of("") == "mem.csv: empty dataset (no header)");
-  CHECK(dataset_error_of("a,b,time_ms\n1,2,3\n").find("mem.csv:1: header") == 0);
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\n2,3.0\n") == "mem.csv:3: 2 fields, header has 3");
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\nx,3.0,3.0\n").find("mem.csv:3: parameter a is not an integer") == 0);
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\n2,abc,3.0\n").find("mem.csv:3: not a number") == 0);
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\n2,-3.0,3.0\n").find("mem.csv:3: time_ms must be positive") == 0);
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\n2,3.0,\n").find("mem.csv:3: a finite time_ms needs samples") == 0);
-  CHECK(dataset_error_of("a,b,time_ms,samples\n1,0,2.0,2.0\n2,0,3.0,3.0\n1,0,4.0,4.0\n") ==
+  CHECK(dataset_error("") == "mem.csv: empty dataset (no header)");
+  CHECK(dataset_error("a,b,time_ms\n1,2,3\n").find("mem.csv:1: header") == 0);
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\n2,3.0\n") == "mem.csv:3: 2 fields, header has 3");
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\nx,3.0,3.0\n").find("mem.csv:3: parameter a is not an integer") == 0);
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\n2,abc,3.0\n").find("mem.csv:3: not a number") == 0);
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\n2,-3.0,3.0\n").find("mem.csv:3: time_ms must be positive") == 0);
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\n2,3.0,\n").find("mem.csv:3: a finite time_ms needs samples") == 0);
+  CHECK(dataset_error("a,b,time_ms,samples\n1,0,2.0,2.0\n2,0,3.0,3.0\n1,0,4.0,4.0\n") ==
         "mem.csv: duplicate rows for a=1");  // b is a constant
-  CHECK(dataset_error_of("a,time_ms,samples\n1,inf,\n2,inf,\n") == "mem.csv: every row is recorded as failed");
-  CHECK(dataset_error_of("a,time_ms,samples\n1,2.0,2.0\n") == "mem.csv: no parameter takes two values");
+  CHECK(dataset_error("a,time_ms,samples\n1,inf,\n2,inf,\n") == "mem.csv: every row is recorded as failed");
+  CHECK(dataset_error("a,time_ms,samples\n1,2.0,2.0\n") == "mem.csv: no parameter takes two values");
   CHECK_THROWS_AS(tunekit::ReplayKernel::from_csv("/nonexistent/x.csv"), tunekit::DatasetError);
 }
 

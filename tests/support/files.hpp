@@ -3,6 +3,8 @@
 
 #include <tunekit/replay/replay_kernel.hpp>
 
+#include "support/what_of.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,6 +27,13 @@ inline std::string slurp(const std::filesystem::path& p) {
 inline tunekit::ReplayKernel replay_from_text(const std::string& text, tunekit::ReplayOptions o = {}) {
   std::istringstream in(text);
   return tunekit::ReplayKernel::from_stream(in, "mem.csv", std::move(o));
+}
+
+/// The message of the DatasetError that reading this CSV text as the file `name` throws, or
+/// "(no exception)" when it reads.
+inline std::string dataset_error(const std::string& text, const std::string& name = "mem.csv") {
+  std::istringstream in(text);
+  return what_of<tunekit::DatasetError>([&] { (void)tunekit::ReplayKernel::from_stream(in, name); });
 }
 
 }  // namespace tunekit::test

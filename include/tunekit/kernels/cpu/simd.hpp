@@ -26,6 +26,14 @@ inline constexpr int simd_width = 4;
 /// A vector of simd_width floats; arithmetic with a float scalar broadcasts it.
 typedef float vfloat __attribute__((vector_size(simd_width * sizeof(float))));
 
+/// Vector registers of the target: 32 with AVX-512 and on aarch64, 16 otherwise (AVX2, AVX,
+/// SSE2). The register tiles of the kernels are sized by it (conv2d/shape.hpp's register rule).
+#if defined(__AVX512F__) || defined(__aarch64__)
+inline constexpr int vector_registers = 32;
+#else
+inline constexpr int vector_registers = 16;
+#endif
+
 /// Unaligned load and store.
 inline vfloat load(const float* p) noexcept {
   vfloat v;
@@ -64,6 +72,22 @@ inline vfloat load_first(const float* p, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) v[i] = p[i];
   return v;
 #endif
+}
+
+/// load(p) for a vector that several multiply-adds of a register tile use (the weights of a
+/// conv2d tile, a row of B in the GEMM micro-kernel): with AVX2 it is held in a register from
+/// here on, so the compiler cannot fold the load into each multiply-add. g++ 12 (-march=znver3
+/// and x86-64-v3) otherwise reads such a vector from memory once per multiply-add in some tiles
+/// (the conv2d's tiles of 2 to 4 positions, the gemm1x1's 4 x 1, 4 x 2, 4 x 3 and 6 x 2), and
+/// those loops then wait for loads: the conv2d's 4 x 3 tile ran at 42 GFLOPS on one Zen 3 core,
+/// 88 with its weights in registers (docs/performance.md). With AVX-512 g++ already holds them in
+/// registers, and other targets keep the plain load.
+inline vfloat load_to_register(const float* p) noexcept {
+  vfloat v = load(p);
+#if defined(__AVX__) && !defined(__AVX512F__)
+  asm("" : "+x"(v));
+#endif
+  return v;
 }
 
 /// Stores the first n <= simd_width lanes of v at p; writes nothing past p + n. With AVX-512 a

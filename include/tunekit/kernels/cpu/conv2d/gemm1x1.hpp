@@ -53,10 +53,15 @@
 namespace tunekit::cpu {
 namespace detail {
 
-/// The k-loop unroll of the gemm1x1 micro-kernels: 4 with 32 vector registers; 2 with 16, where
-/// g++ 12 spills accumulators of the 10 x 1, 12 x 1 and 14 x 1 tiles in a loop unrolled 4 times
-/// (it hoists the broadcasts of later steps) and of no AVX2 tile unrolled twice.
-inline constexpr int conv2d_gemm_unroll = vector_registers >= 32 ? 4 : 2;
+/// The k-loop unroll of the gemm1x1 micro-kernel of oc_rows x p_vectors: 4 with 32 vector
+/// registers; with 16, 2, where g++ 12 spills accumulators of the 10 x 1, 12 x 1 and 14 x 1 tiles
+/// in a loop unrolled 4 times (it hoists the broadcasts of later steps), and 1 for 4 x 3, whose
+/// accumulators, vectors of input and broadcast take all 16 registers: unrolled, its input
+/// vectors could not be held in registers (micro_kernel_holds_b).
+constexpr int conv2d_gemm_unroll(int oc_rows, int p_vectors) noexcept {
+  if (vector_registers >= 32) return 4;
+  return p_vectors > 1 && oc_rows * p_vectors + p_vectors + 1 >= vector_registers ? 1 : 2;
+}
 
 /// Whether the gather kernel of the gemm1x1 tile (oc_rows, p_vectors) keeps its tile in registers:
 /// with 16 vector registers the tile's registers (the register rule at vector_registers) and 3
@@ -76,7 +81,7 @@ constexpr std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_row_kernels
   [&]<std::size_t... V>(std::index_sequence<V...>) {
     ((k[V] = [] {
        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
-         return &micro_kernel<MR, static_cast<int>(V) + 1, conv2d_gemm_unroll, true>;
+         return &micro_kernel<MR, static_cast<int>(V) + 1, conv2d_gemm_unroll(MR, static_cast<int>(V) + 1), true>;
        else
          return MicroKernel{nullptr};
      }()),

@@ -5,6 +5,8 @@
 /// the blocks, the loop orders), the register tiles that are instantiated, and the
 /// double-precision reference with its rounding-error bound (conv2d_reference).
 
+#include "tunekit/kernels/cpu/simd.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -121,14 +123,6 @@ enum class Conv2dParallel {
   oc_oh,  ///< both, collapsed, output-channel blocks outer
   oh_oc   ///< both, collapsed, output-row blocks outer
 };
-
-/// Vector registers of the target: 32 with AVX-512 and on aarch64, 16 otherwise (AVX2, AVX,
-/// SSE2).
-#if defined(__AVX512F__) || defined(__aarch64__)
-inline constexpr int vector_registers = 32;
-#else
-inline constexpr int vector_registers = 16;
-#endif
 
 /// The register rule of the conv2d's tiles, on every target: a tile fits when its accumulators,
 /// the vectors it loads per reduction step and one register for the scalar it broadcasts fit the

@@ -41,7 +41,7 @@ void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::
     const float* x = in + off[t];
     vfloat wv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) wv[v] = load(w + v * W);
+    for (int v = 0; v < V; ++v) wv[v] = P > 1 ? load_to_register(w + v * W) : load(w + v * W);
 #pragma GCC unroll 32
     for (int p = 0; p < P; ++p) {
       const float xp = x[p * ps];

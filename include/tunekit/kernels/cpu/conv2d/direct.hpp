@@ -11,7 +11,9 @@
 /// reduction order and stride.
 ///
 /// Around the inner kernel: the output channels are split into blocks of `oc_tiles` tiles, the
-/// output rows into blocks of `oh_block` rows, each row into blocks of `ow_tiles` tiles, and the
+/// output rows into blocks of `oh_block` rows, each row into blocks of `ow_tiles` tiles (the
+/// last tile of a row, when ow_tile does not divide the row, computes only the positions left,
+/// with the inner kernel of that width), and the
 /// reduction into chunks of `ic_block` input channels; partial sums of a block stay in a
 /// per-thread accumulator in a channel-blocked (NCHW[oc]c) layout, written to the NCHW output
 /// when the block is complete. The loop order inside a block, the loops shared among the OpenMP
@@ -117,6 +119,11 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     ocw_ = static_cast<std::size_t>(p_.oc_vectors * simd_width);
     P_ = static_cast<std::size_t>(p_.ow_tile);
     blocks_ = detail::Conv2dBlocks(s_, p_, ocw_, ow_, P_);
+    // The last tile of a row computes only the positions left (ow % ow_tile) with the inner
+    // kernel of that width, where one is instantiated, instead of a whole tile.
+    last_tile_ = tile_;
+    if (const std::size_t left = ow_ - (blocks_.ow_tiles_total - 1) * P_; left < P_)
+      if (const auto narrow = detail::find_conv2d_tile(static_cast<int>(left), p_.oc_vectors)) last_tile_ = narrow;
     oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
     oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
     span_ = (P_ - 1) * s_.stride_w + s_.kernel_w;
@@ -341,16 +348,17 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     const std::size_t t0 = chunk_begin_[j], taps = chunk_begin_[j + 1] - t0;
     const float* w = packed_weights_.data() + (ot * taps_.size() + t0) * ocw_;
     const std::size_t ow0 = tile * P_;
+    const detail::Conv2dTileFn kernel = tile + 1 == blocks_.ow_tiles_total ? last_tile_ : tile_;
     if (nchwc_) {
       const float* base = in + (((n * cblocks_) * hp_ + oh * packed_stride_h_) * wp_ + ow0 * packed_stride_w_) * cb_;
-      tile_(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
+      kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
     } else if (row_interior_[oh] && tile_interior_[tile]) {
       const float* base = in + (n * s_.in_channels * s_.height + oh * s_.stride_h - s_.pad_h) * s_.width +
                           ow0 * s_.stride_w - s_.pad_w;
-      tile_(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w), acc, j > 0);
+      kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w), acc, j > 0);
     } else {
       fill_window(sc, in, n, j, oh, tile);
-      tile_(sc.window, window_offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w),
+      kernel(sc.window, window_offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w),
             acc, j > 0);
     }
   }
@@ -386,7 +394,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
   }
 
-  detail::Conv2dTileFn tile_ = nullptr;
+  detail::Conv2dTileFn tile_ = nullptr, last_tile_ = nullptr;  // the row's last tile: see the constructor
   std::size_t oh_ = 0, ow_ = 0, ocw_ = 0, P_ = 0;
   detail::Conv2dBlocks blocks_;
   std::size_t oh_block_ = 0, oh_blocks_ = 0;  // output rows per block, blocks of rows

@@ -38,47 +38,45 @@ void report(benchmark::State& state, double flop_per_iteration, Clock::time_poin
 
 // Ten independent chains of vector multiply-adds on registers: enough to cover a multiply-add's
 // latency on two units (4 cycles x 2 on Zen 3 and on Intel's AVX-512 cores).
-double peak_steps(vfloat (&a)[10], int steps) {
-  const vfloat m = vfloat{} + 0.9999f, c = vfloat{} + 1e-4f;
-  for (int s = 0; s < steps; ++s) {
-#pragma GCC unroll 10
-    for (int i = 0; i < 10; ++i) a[i] = a[i] * m + c;
-  }
-  return 2.0 * 10 * steps * simd_width;
-}
-
-double measure_peak();
-
-void BM_peak(benchmark::State& state) {
-  const double peak = measure_peak();
+struct PeakChains {
   vfloat a[10];
-  for (int i = 0; i < 10; ++i) a[i] = vfloat{} + 1.0f + 1e-3f * static_cast<float>(i);
-  double flop = 0.0;
-  const auto t0 = Clock::now();
-  for (auto _ : state) {
-    flop = peak_steps(a, 1000);
-    benchmark::DoNotOptimize(a);
+  PeakChains() {
+    for (int i = 0; i < 10; ++i) a[i] = vfloat{} + 1.0f + 1e-3f * static_cast<float>(i);
   }
-  report(state, flop, t0, peak);
-}
+  // `steps` multiply-adds on each chain; returns their FLOP.
+  double run(int steps) {
+    const vfloat m = vfloat{} + 0.9999f, c = vfloat{} + 1e-4f;
+    for (int s = 0; s < steps; ++s) {
+#pragma GCC unroll 10
+      for (int i = 0; i < 10; ++i) a[i] = a[i] * m + c;
+    }
+    benchmark::DoNotOptimize(a);
+    return 2.0 * 10 * steps * simd_width;
+  }
+};
 
 // The peak of this core just before a benchmark's timed loop, for its ratio: the fastest of 10
 // spells of 5 ms.
 double measure_peak() {
-  vfloat a[10];
-  for (int i = 0; i < 10; ++i) a[i] = vfloat{} + 1.0f + 1e-3f * static_cast<float>(i);
+  PeakChains chains;
   double best = 0.0;
   for (int spell = 0; spell < 10; ++spell) {
     const auto t0 = Clock::now();
     double flop = 0.0;
     std::chrono::duration<double> t{};
-    while ((t = Clock::now() - t0).count() < 0.005) {
-      flop += peak_steps(a, 1000);
-      benchmark::DoNotOptimize(a);
-    }
+    while ((t = Clock::now() - t0).count() < 0.005) flop += chains.run(1000);
     best = std::max(best, flop / t.count() / 1e9);
   }
   return best;
+}
+
+void BM_peak(benchmark::State& state) {
+  const double peak = measure_peak();
+  PeakChains chains;
+  double flop = 0.0;
+  const auto t0 = Clock::now();
+  for (auto _ : state) flop = chains.run(1000);
+  report(state, flop, t0, peak);
 }
 
 // The direct tile of P positions x V vectors over the 576 taps of a 3x3 kernel on a chunk of 64

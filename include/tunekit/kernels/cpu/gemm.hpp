@@ -107,17 +107,16 @@ class GemmWorkspace {
 
 namespace detail {
 
-/// Whether micro_kernel<MR, NV, U> holds its row of B in registers (load_to_register) rather than
-/// letting the compiler read it once per multiply-add: with more than one row of A, and with the k
-/// loop unrolled at most twice, except where the tile's accumulators, its NV vectors of B and one
-/// broadcast take every vector register and the loop is unrolled (4 x 3 with AVX2): g++ 12 then
-/// spills accumulators inside the loop, which is worse than the loads. Unrolled 4 or 8 times,
-/// g++ 12 spills held rows of B too (6 x 2 with AVX2); those unrolls keep the plain load.
+/// Whether micro_kernel<mr, nv, unroll> holds its row of B in registers (load_to_register) rather
+/// than letting the compiler read it once per multiply-add: with more than one row of A, and with
+/// the k loop unrolled at most twice, except where the tile's accumulators, its nv vectors of B
+/// and one broadcast take every vector register and the loop is unrolled (4 x 3 with AVX2): g++ 12
+/// then spills accumulators inside the loop, which is worse than the loads. Unrolled 4 or 8
+/// times, g++ 12 spills held rows of B too (6 x 2 with AVX2); those unrolls keep the plain load.
 /// tests/kernels/register_tiles.sh checks the kernels that hold it (their multiply-adds read no
 /// memory operand) with the same rule.
-template <int MR, int NV, int U>
-constexpr bool micro_kernel_holds_b() noexcept {
-  return MR > 1 && U <= 2 && !(U > 1 && NV > 1 && MR * NV + NV + 1 >= vector_registers);
+constexpr bool micro_kernel_holds_b(int mr, int nv, int unroll) noexcept {
+  return mr > 1 && unroll <= 2 && !(unroll > 1 && nv > 1 && mr * nv + nv + 1 >= vector_registers);
 }
 
 /// The register-blocked micro-kernel: a MR x (NV * simd_width) tile of C from kc rank-1 updates.
@@ -138,7 +137,7 @@ void micro_kernel(std::size_t kc, const float* a, std::size_t a_rs, const float*
     vfloat bv[NV];
     const float* bk = b + k * b_rs;
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = micro_kernel_holds_b<MR, NV, U>() ? load_to_register(bk + v * W) : load(bk + v * W);
+    for (int v = 0; v < NV; ++v) bv[v] = micro_kernel_holds_b(MR, NV, U) ? load_to_register(bk + v * W) : load(bk + v * W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const float ai = PackedA ? a[k * MR + static_cast<std::size_t>(i)]

@@ -55,12 +55,12 @@ namespace detail {
 
 /// The k-loop unroll of the gemm1x1 micro-kernel of oc_rows x p_vectors: 4 with 32 vector
 /// registers; with 16, 2, where g++ 12 spills accumulators of the 10 x 1, 12 x 1 and 14 x 1 tiles
-/// in a loop unrolled 4 times (it hoists the broadcasts of later steps), and 1 for 4 x 3, whose
-/// accumulators, vectors of input and broadcast take all 16 registers: unrolled, its input
-/// vectors could not be held in registers (micro_kernel_holds_b).
+/// in a loop unrolled 4 times (it hoists the broadcasts of later steps), and 1 where the kernel
+/// unrolled twice could not hold its input vectors in registers (micro_kernel_holds_b: 4 x 3,
+/// whose accumulators, vectors of input and broadcast take all 16 registers).
 constexpr int conv2d_gemm_unroll(int oc_rows, int p_vectors) noexcept {
   if (vector_registers >= 32) return 4;
-  return p_vectors > 1 && oc_rows * p_vectors + p_vectors + 1 >= vector_registers ? 1 : 2;
+  return micro_kernel_holds_b(oc_rows, p_vectors, 2) ? 2 : 1;
 }
 
 /// Whether the gather kernel of the gemm1x1 tile (oc_rows, p_vectors) keeps its tile in registers:

@@ -313,6 +313,13 @@ KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun 
     int st = 0;
     REQUIRE(::waitpid(child.pid, &st, 0) == child.pid);
     child.pid = -1;
+    if (WIFEXITED(st)) {
+      // The child finished between the last poll and the kill (a zombie takes the signal without
+      // effect): it ran to its end, so this is the final run, not a kill.
+      out.finished = true;
+      out.exit_code = WEXITSTATUS(st);
+      break;
+    }
     REQUIRE(WIFSIGNALED(st));
     REQUIRE(WTERMSIG(st) == SIGKILL);
     ++out.kills;

@@ -116,7 +116,7 @@ namespace detail {
 /// tests/kernels/register_tiles.sh checks the kernels that hold it (their multiply-adds read no
 /// memory operand) with the same rule.
 constexpr bool micro_kernel_holds_b(int mr, int nv, int unroll) noexcept {
-  return mr > 1 && unroll <= 2 && !(unroll > 1 && nv > 1 && mr * nv + nv + 1 >= vector_registers);
+  return mr > 1 && unroll <= 2 && !(unroll > 1 && nv > 1 && register_tile_registers(mr, nv) >= vector_registers);
 }
 
 /// The register-blocked micro-kernel: a MR x (NV * simd_width) tile of C from kc rank-1 updates.

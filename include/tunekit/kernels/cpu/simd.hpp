@@ -34,6 +34,12 @@ inline constexpr int vector_registers = 32;
 inline constexpr int vector_registers = 16;
 #endif
 
+/// Vector registers a register tile of `rows` broadcast scalars x `vectors` loaded vectors needs
+/// per reduction step: its rows x vectors accumulators, the vectors it loads and one register for
+/// the broadcast (the register rule of conv2d/shape.hpp; the SGEMM's micro-kernel has the same
+/// shape).
+constexpr int register_tile_registers(int rows, int vectors) noexcept { return rows * vectors + vectors + 1; }
+
 /// Unaligned load and store.
 inline vfloat load(const float* p) noexcept {
   vfloat v;

@@ -69,7 +69,7 @@ constexpr int conv2d_gemm_unroll(int oc_rows, int p_vectors) noexcept {
 /// 10 x 1 and 5 x 2 gather while 12 x 1, 14 x 1, 6 x 2 and 4 x 3 (which g++ 12 spills) copy with
 /// the copy loop; with 32 every tile gathers.
 constexpr bool conv2d_gather_fits(int oc_rows, int p_vectors) noexcept {
-  return vector_registers >= 32 || oc_rows * p_vectors + p_vectors + 1 + 3 <= vector_registers;
+  return vector_registers >= 32 || register_tile_registers(oc_rows, p_vectors) + 3 <= vector_registers;
 }
 
 /// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions

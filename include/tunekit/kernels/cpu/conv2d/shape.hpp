@@ -146,7 +146,7 @@ inline constexpr int conv2d_max_oc_vectors = 4;
 /// Registers an inner-kernel tile needs: its accumulators, a vector of weights per output-channel
 /// vector and one broadcast input value.
 constexpr int conv2d_tile_registers(int ow_tile, int oc_vectors) noexcept {
-  return ow_tile * oc_vectors + oc_vectors + 1;
+  return register_tile_registers(ow_tile, oc_vectors);
 }
 
 /// Whether an inner kernel of this shape is instantiated.
@@ -171,7 +171,7 @@ inline constexpr std::array<int, 7> conv2d_gemm_rows =
 /// vectors of input and one broadcast weight fit the vector registers.
 constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
   if (p_vectors < 1 || p_vectors > conv2d_max_oc_vectors) return false;
-  if (oc_rows * p_vectors + p_vectors + 1 > vector_registers) return false;
+  if (register_tile_registers(oc_rows, p_vectors) > vector_registers) return false;
   for (int r : conv2d_gemm_rows)
     if (r == oc_rows) return true;
   return false;

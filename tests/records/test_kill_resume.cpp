@@ -265,6 +265,11 @@ KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun 
   LineWatch watch{log};
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::seconds(240);
+  // A child that ended by itself (wait status `st`): the final run.
+  auto finish = [&out](int st) {
+    out.finished = true;
+    out.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  };
   while (!out.finished) {
     const std::size_t lines0 = watch.count();
     const bool kill_this_one = out.kills < plan.max_kills;
@@ -292,8 +297,7 @@ KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun 
       int st = 0;
       if (::waitpid(child.pid, &st, WNOHANG) == child.pid) {
         child.pid = -1;
-        out.finished = true;
-        out.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        finish(st);
         break;
       }
       const auto now = std::chrono::steady_clock::now();
@@ -316,8 +320,7 @@ KillOutcome kill_until_done(const fs::path& log, const KillPlan& plan, ChildRun 
     if (WIFEXITED(st)) {
       // The child finished between the last poll and the kill (a zombie takes the signal without
       // effect): it ran to its end, so this is the final run, not a kill.
-      out.finished = true;
-      out.exit_code = WEXITSTATUS(st);
+      finish(st);
       break;
     }
     REQUIRE(WIFSIGNALED(st));

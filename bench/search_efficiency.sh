@@ -19,15 +19,15 @@ cd "$(dirname "$0")/.."
 out=${1:-build/search_efficiency}
 datasets=${TUNEKIT_DATASETS:-../shared/datasets}
 replay=build/tools/tunekit-replay
-tuners=${TUNERS:-tpe-local random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
+tuners=${TUNERS:-tpe-local tpe-gp random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
 plans=${PLANS:-64 32}
 mkdir -p "$out"
 for csv in "$datasets"/*.csv; do
   name=$(basename "$csv" .csv)
   for plan in $plans; do
     for tuner in $tuners; do
-      # random search and tpe-local choose their own batches: one run, at plan size 64.
-      if [[ ($tuner == random || $tuner == tpe-local) && $plan != 64 ]]; then continue; fi
+      # random search, tpe-local and tpe-gp choose their own batches: one run, at plan size 64.
+      if [[ ($tuner == random || $tuner == tpe-*) && $plan != 64 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue
       "$replay" --dataset "$csv" --tuner "$tuner" --plan-size "$plan" --budget 400 --seeds 25 \
@@ -68,7 +68,7 @@ for ds in sorted({r["dataset"] for r in runs}):
             key = f"{r['tuner']} (plan {plan})"
             level[key] = level.get(key, 0) + sum(f[b] >= x - 1e-9 for b, x in zip(budgets, best[name]))
         p = f"{r['time_score']['mean']:.3f}" if "time_score" in r else "-"
-        print(f"| {r['tuner']} | {plan if r['tuner'] not in ('random', 'tpe-local') else '-'} | {cells} | "
+        print(f"| {r['tuner']} | {plan if r['tuner'] not in ('random', 'tpe-local', 'tpe-gp') else '-'} | {cells} | "
               f"{fmt(r.get('found_evals_to_95_median', r['evals_to_95_median']))} | "
               f"{fmt(r.get('found_evals_to_99_median', r['evals_to_99_median']))} | "
               f"{r['score_median']['100']:.3f} | {r['score_median']['400']:.3f} | {p} |")

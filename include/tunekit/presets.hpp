@@ -30,6 +30,18 @@ using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Determinis
 /// default of tunekit-replay and the tuning programs.
 using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen, Deterministic>;
 
+/// TreeParzen with the Gaussian-process start of 40 trials (TreeParzenParams::gp_trials): the
+/// optimizer of TpeGpTuner.
+struct TreeParzenGpStart : TreeParzen {
+  TreeParzenGpStart() : TreeParzen(TreeParzenParams{.gp_trials = 40}) {}
+};
+static_assert(Optimizer<TreeParzenGpStart>);
+
+/// tpe-local whose picks up to 40 measured configs come from a Gaussian process's expected
+/// improvement (TreeParzenParams::gp_trials): sooner to the optimum of smooth spaces, later to
+/// the needle optima of rough ones (docs/performance.md, "the Gaussian-process start").
+using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpStart, Deterministic>;
+
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.
 using AutoTvmTuner = Tuner<GradientBoostedTrees, PredictedMean, SimulatedAnnealing, Deterministic>;

@@ -2,11 +2,16 @@
 /// \file
 /// TreeParzen: tunekit's own search. A space-filling start over the constrained space, then a
 /// multivariate tree-structured Parzen estimator (TPE) whose candidates are its own draws and the
-/// neighbourhoods of the best configs, with failures modelled by a density of their own.
+/// neighbourhoods of the best configs, with failures modelled by a density of their own; as an
+/// option, a Gaussian process picks the first configs after the start.
 
+#include "tunekit/acquisition/expected_improvement.hpp"
 #include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/optimizer/draw_unvisited.hpp"
 #include "tunekit/stats/parzen.hpp"
+#include "tunekit/surrogate/gaussian_process.hpp"
+
+#include <Eigen/Core>
 
 #include <boost/random/beta_distribution.hpp>
 
@@ -49,6 +54,15 @@ struct TreeParzenParams {
   /// Whether failed configs are modelled (P(ok | x) in the score); false leaves them out of the
   /// model altogether (an ablation: they are then neither good nor bad).
   bool model_failures = true;
+  /// The Gaussian-process start (0: none, TreeParzen's default): while fewer than `gp_trials`
+  /// configs were measured, each round's one pick is the candidate of largest expected
+  /// improvement of a GaussianProcess fitted on the log times of the successful configs, times
+  /// P(ok | x); its candidates are TPE's and `gp_pool` random unvisited valid configs. A smooth
+  /// model learns from every measured config, where TPE's good group is one or two configs so
+  /// early; it finds the optima of smooth spaces sooner and the needles of rough ones later
+  /// (docs/performance.md, "the Gaussian-process start"). The preset `tpe-gp` sets 40.
+  std::size_t gp_trials = 0;
+  std::size_t gp_pool = 256;
   /// Kernel widths of the densities.
   ParzenParams parzen{};
 
@@ -68,6 +82,8 @@ struct TreeParzenParams {
 struct TreeParzenRound {
   /// Whether the configs came from the space-filling start (else from the densities).
   bool design = true;
+  /// Whether the pick came from the Gaussian-process start (TreeParzenParams::gp_trials).
+  bool gaussian_process = false;
   /// Sizes of the good and the other group, and failures modelled.
   std::size_t good = 0, bad = 0, failed = 0;
   /// Candidates scored: drawn from l(x), and neighbours of the incumbents.
@@ -105,6 +121,13 @@ struct TreeParzenRound {
 /// 5. Batch: 1 + floor(trials / batch_growth) configs (at most n); after each pick the pick joins
 ///    g(x) as a pessimistic lie (constant liar), so a batch spreads out. Configs handed out and
 ///    not yet measured are lies in g(x) too.
+///
+/// 6. Optional Gaussian-process start (`gp_trials` > 0): while fewer than gp_trials configs were
+///    measured, the round picks one config: the largest EI(x) P(ok | x) among the candidates of
+///    3. and `gp_pool` random unvisited ones, EI of a GaussianProcess on the log times of the
+///    successful configs (features: the knobs' value positions over their range for ordered
+///    knobs, one-hot scaled by 1/sqrt 2 for the others, so that any one-knob change of a
+///    categorical knob is distance 1 like an end-to-end move of an ordered one).
 ///
 /// The source statistics are the optimizer's only state besides its parameters; an exact resume
 /// (re-execution) rebuilds them.
@@ -193,6 +216,13 @@ class TreeParzen {
       Config c = l.sample(rng);
       if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), false);
     }
+    const bool gp_round = ctx.history.size() < params_.gp_trials;
+    if (gp_round) {  // the Gaussian process's random candidates (global ones)
+      std::vector<Config> extra;
+      std::unordered_set<std::uint64_t> drawn = seen;
+      draw_unvisited(ctx, params_.gp_pool, rng, drawn, extra);
+      for (Config& c : extra) consider(std::move(c), false);
+    }
 
     // Scores: log l - log g + log P(ok).
     const std::size_t m = cands.size();
@@ -209,6 +239,12 @@ class TreeParzen {
         const double ps = ns * s.density(cands[i]), pf = nf * f.density(cands[i]);
         log_ok[i] = std::log(ps / (ps + pf));
       }
+    }
+
+    if (gp_round && m > 0) {
+      last_.gaussian_process = true;
+      out.push_back(cands[gaussian_process_pick(ctx.space, ok, successes, cands, log_ok)]);
+      return out;
     }
 
     // The batch, best first, each pick a lie in g(x).
@@ -292,6 +328,61 @@ class TreeParzen {
       placed.push_back(pool[best]);
       out.push_back(std::move(pool[best]));
     }
+  }
+
+  // The Gaussian-process start's pick: the candidate of largest log EI + log P(ok), EI of the
+  // model's log time below the best log time measured (measured times are positive: Measurement).
+  static std::size_t gaussian_process_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
+                                           const std::vector<Config>& successes, const std::vector<Config>& cands,
+                                           const std::vector<double>& log_ok) {
+    Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
+    for (std::size_t i = 0; i < ok.size(); ++i) y(static_cast<Eigen::Index>(i)) = std::log(ok[i]->measurement.mean);
+    GaussianProcess gp;
+    gp.fit(gp_features(space, successes), y);
+    Eigen::VectorXd mean, sd;
+    gp.predict(gp_features(space, cands), mean, sd);
+    const double best = y.minCoeff();
+    std::size_t pick = 0;
+    double pick_score = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const auto r = static_cast<Eigen::Index>(i);
+      // Minimising: EI of -log time above -best.
+      const double ei = ExpectedImprovement{}.score(-mean(r), sd(r), -best);
+      const double score = std::log(std::max(ei, std::numeric_limits<double>::min())) + log_ok[i];
+      if (score > pick_score) {
+        pick_score = score;
+        pick = i;
+      }
+    }
+    return pick;
+  }
+
+  // The Gaussian process's features: per knob of more than one value, its value's position over
+  // the range (ordered knobs) or one-hot scaled by 1/sqrt 2 (the others).
+  static Eigen::MatrixXd gp_features(const SearchSpace& space, const std::vector<Config>& configs) {
+    std::size_t columns = 0;
+    for (std::size_t k = 0; k < space.dimensions(); ++k) {
+      const Knob& knob = space.knob(k);
+      if (knob.size() > 1) columns += knob.ordered() ? 1 : knob.size();
+    }
+    Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(configs.size()),
+                                              static_cast<Eigen::Index>(columns));
+    const double one_hot = std::sqrt(0.5);
+    for (std::size_t r = 0; r < configs.size(); ++r) {
+      Eigen::Index col = 0;
+      for (std::size_t k = 0; k < space.dimensions(); ++k) {
+        const Knob& knob = space.knob(k);
+        if (knob.size() < 2) continue;
+        const auto row = static_cast<Eigen::Index>(r);
+        if (knob.ordered()) {
+          X(row, col++) = static_cast<double>(configs[r][k]) / static_cast<double>(knob.size() - 1);
+        } else {
+          X(row, col + static_cast<Eigen::Index>(configs[r][k])) = one_hot;
+          col += static_cast<Eigen::Index>(knob.size());
+        }
+      }
+    }
+    return X;
   }
 
   // Up to `samples` random valid configs that differ from `c` in exactly two knobs (32 attempts

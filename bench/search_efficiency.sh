@@ -68,7 +68,7 @@ for ds in sorted({r["dataset"] for r in runs}):
             key = f"{r['tuner']} (plan {plan})"
             level[key] = level.get(key, 0) + sum(f[b] >= x - 1e-9 for b, x in zip(budgets, best[name]))
         p = f"{r['time_score']['mean']:.3f}" if "time_score" in r else "-"
-        print(f"| {r['tuner']} | {plan if r['tuner'] not in ('random', 'tpe-local', 'tpe-gp') else '-'} | {cells} | "
+        print(f"| {r['tuner']} | {'-' if r['tuner'] == 'random' or r['tuner'].startswith('tpe-') else plan} | {cells} | "
               f"{fmt(r.get('found_evals_to_95_median', r['evals_to_95_median']))} | "
               f"{fmt(r.get('found_evals_to_99_median', r['evals_to_99_median']))} | "
               f"{r['score_median']['100']:.3f} | {r['score_median']['400']:.3f} | {p} |")

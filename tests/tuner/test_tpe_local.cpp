@@ -78,12 +78,12 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 
 namespace {
 
-// Mean over seeds 0..99 of the found score (the best recorded time among the configs measured)
-// after 25 and 50 measured configs.
 struct AtSmallBudgets {
   double at25, at50;
 };
 
+// Mean over seeds 0..99 of the found score (the best recorded time among the configs measured)
+// after 25 and 50 measured configs.
 template <class TunerT>
 AtSmallBudgets found_means_small(tunekit::ReplayKernel& k) {
   double s25 = 0.0, s50 = 0.0;

@@ -224,13 +224,9 @@ class TreeParzen {
       for (Config& c : extra) consider(std::move(c), false);
     }
 
-    // Scores: log l - log g + log P(ok).
+    // Scores: log P(ok), then (the Gaussian-process start's rounds aside) log l - log g.
     const std::size_t m = cands.size();
-    std::vector<double> log_l(m), g_sum(m), log_ok(m, 0.0);
-    for (std::size_t i = 0; i < m; ++i) {
-      log_l[i] = l.log_density(cands[i]);
-      g_sum[i] = g.density(cands[i]) * g.total_weight();
-    }
+    std::vector<double> log_ok(m, 0.0);
     if (params_.model_failures && !failed.empty()) {
       const ParzenEstimator s(ctx.space, successes, {}, params_.parzen);
       const ParzenEstimator f(ctx.space, failed, {}, params_.parzen);
@@ -240,11 +236,15 @@ class TreeParzen {
         log_ok[i] = std::log(ps / (ps + pf));
       }
     }
-
     if (gp_round && m > 0) {
       last_.gaussian_process = true;
       out.push_back(cands[gaussian_process_pick(ctx.space, ok, successes, cands, log_ok)]);
       return out;
+    }
+    std::vector<double> log_l(m), g_sum(m);
+    for (std::size_t i = 0; i < m; ++i) {
+      log_l[i] = l.log_density(cands[i]);
+      g_sum[i] = g.density(cands[i]) * g.total_weight();
     }
 
     // The batch, best first, each pick a lie in g(x).

@@ -706,6 +706,59 @@ TEST_CASE("conv2d: every tile the space offers, in the largest blocks, matches t
   CHECK(plans >= 40);
 }
 
+TEST_CASE("conv2d: nchwc tiles of a 1x1 kernel run across the ends of the rows of a block and match the reference") {
+  // A 1x1 kernel without padding in the nchwc layout tiles the positions of each block of
+  // oh_block rows as one row (its packed copy holds them contiguously): a tile may start in one
+  // row and end in the next, the last tile of a block computes only the positions left, and the
+  // last block of rows may be shorter. Every direct tile of this target, on output rows of 13
+  // (stride 1) and 15 (stride 2) positions, no multiple of any tile width, in blocks of 1, 3 and
+  // 8 rows (8 and 15 rows: a short last block) and of 1 or the most tiles, channel blocks 1 and 8.
+  namespace cpu = tunekit::cpu;
+  const Conv2dShape unit{.batch = 2, .height = 7, .width = 13, .in_channels = 11, .out_channels = 40,
+                         .kernel_h = 1, .kernel_w = 1};
+  const Conv2dShape strided{.batch = 1, .height = 15, .width = 29, .in_channels = 11, .out_channels = 40,
+                            .kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2};
+  int plans = 0;
+  for (const auto& shape : {unit, strided}) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 31});
+    std::vector<double> ref, bound;
+    cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    cpu::AlignedBuffer out(shape.output_size());
+    for (auto w : cpu::conv2d_tile_knob_values())
+      for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v) {
+        const int t = static_cast<int>(w);
+        if (!cpu::is_conv2d_tile(t, v) || cpu::conv2d_tile_registers(t, v) > cpu::vector_registers ||
+            static_cast<std::size_t>(t) > shape.out_width())
+          continue;
+        for (int oh_block : {1, 3, 8})
+          for (int tiles : {1, cpu::conv2d_max_block_tiles}) {
+            CAPTURE(t);
+            CAPTURE(v);
+            CAPTURE(oh_block);
+            CAPTURE(tiles);
+            cpu::Conv2dParams params;
+            params.layout = cpu::Conv2dLayout::nchwc;
+            params.in_cblock = oh_block == 3 ? 1 : 8;
+            params.packing = tiles == 1 ? cpu::Conv2dPacking::per_thread : cpu::Conv2dPacking::shared;
+            params.ow_tile = t;
+            params.oc_vectors = v;
+            params.oc_tiles = tiles;
+            params.ow_tiles = tiles;
+            params.oh_block = oh_block;
+            params.ic_block = 4;
+            params.parallel = oh_block == 1 ? cpu::Conv2dParallel::oh : cpu::Conv2dParallel::oc_oh;
+            cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+            std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+            plan(k.input(), out.data());
+            CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+            ++plans;
+          }
+      }
+  }
+  CHECK(plans >= 100);
+}
+
 TEST_CASE("conv2d: gemm1x1 gathers strided input in its first tile with AVX-512 and AVX2, else copies it") {
   // Conv2dGemm1x1Plan::gathers(): packing per_thread with a stride other than 1 gathers each
   // block's copy in its first output-channel tile where the target has the reader (AVX-512,

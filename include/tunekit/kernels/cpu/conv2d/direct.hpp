@@ -13,7 +13,9 @@
 /// Around the inner kernel: the output channels are split into blocks of `oc_tiles` tiles, the
 /// output rows into blocks of `oh_block` rows, each row into blocks of `ow_tiles` tiles (the
 /// last tile of a row, when ow_tile does not divide the row, computes only the positions left,
-/// with the inner kernel of that width), and the
+/// with the inner kernel of that width; for a 1x1 kernel without padding in the nchwc layout,
+/// whose packed copy holds the positions contiguously, the positions of a block of rows are
+/// tiled as one row, a tile running on from the end of one row into the next), and the
 /// reduction into chunks of `ic_block` input channels; partial sums of a block stay in a
 /// per-thread accumulator in a channel-blocked (NCHW[oc]c) layout, written to the NCHW output
 /// when the block is complete. The loop order inside a block, the loops shared among the OpenMP
@@ -118,17 +120,31 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     ow_ = s_.out_width();
     ocw_ = static_cast<std::size_t>(p_.oc_vectors * simd_width);
     P_ = static_cast<std::size_t>(p_.ow_tile);
-    blocks_ = detail::Conv2dBlocks(s_, p_, ocw_, ow_, P_);
-    // The last tile of a row computes only the positions left (ow % ow_tile) with the inner
-    // kernel of that width, where one is instantiated, instead of a whole tile.
-    last_tile_ = tile_;
-    if (const std::size_t left = ow_ - (blocks_.ow_tiles_total - 1) * P_; left < P_)
-      if (const auto narrow = detail::find_conv2d_tile(static_cast<int>(left), p_.oc_vectors)) last_tile_ = narrow;
     oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
     oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
     span_ = (P_ - 1) * s_.stride_w + s_.kernel_w;
     cb_ = static_cast<std::size_t>(p_.in_cblock);
     nchwc_ = p_.layout == Conv2dLayout::nchwc;
+    // A 1x1 kernel without padding over the packed copy: the copy holds each channel block's
+    // output positions contiguously (a strided kernel's copy only the pixels it reads), so the
+    // tiles run over the positions of a block of rows taken as one row, across the ends of its
+    // rows (flat_): a block of 2 rows of 14 is 7 tiles of 4, not 2 x (3 tiles of 4 and one of
+    // 2).
+    flat_ = nchwc_ && s_.kernel_h == 1 && s_.kernel_w == 1 && s_.pad_h == 0 && s_.pad_w == 0;
+    if (flat_) {
+      // A block of work then holds oh_block x ow_tiles tiles of the block of rows' positions: as
+      // many as a block of oh_block rows of ow_tiles tiles each holds otherwise.
+      Conv2dParams flat = p_;
+      flat.ow_tiles = p_.ow_tiles * static_cast<int>(oh_block_);
+      blocks_ = detail::Conv2dBlocks(s_, flat, ocw_, oh_block_ * ow_, P_);
+    } else {
+      blocks_ = detail::Conv2dBlocks(s_, p_, ocw_, ow_, P_);
+    }
+    // The last tile of a row (flat_: of a block of rows) computes only the positions left with
+    // the inner kernel of that width, where one is instantiated, instead of a whole tile.
+    last_tile_ = tile_;
+    if (const std::size_t left = ow_ - (blocks_.ow_tiles_total - 1) * P_; !flat_ && left < P_)
+      last_tile_ = narrow_tile(left);
 
     // The packed input: rows and columns of zero padding around the image, and on the right as
     // many columns as the last tile of a row reads.
@@ -142,9 +158,13 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       packed_stride_w_ = subsampled_ ? 1 : s_.stride_w;
       packed_rows_ = subsampled_ ? oh_ : s_.height;
       hp_ = subsampled_ ? oh_ : s_.height + 2 * s_.pad_h;
-      wp_ = std::max(subsampled_ ? ow_ : s_.width + 2 * s_.pad_w,
-                     (blocks_.ow_tiles_total * P_ - 1) * packed_stride_w_ + s_.kernel_w);
-      packed_size_ = (s_.batch * cblocks_ * hp_ * wp_ * cb_ + 15) / 16 * 16;
+      // flat_: rows of exactly the output width, and after the last one the tile's width of
+      // zeros (a whole tile at the end may read them).
+      wp_ = flat_ ? ow_
+                  : std::max(subsampled_ ? ow_ : s_.width + 2 * s_.pad_w,
+                             (blocks_.ow_tiles_total * P_ - 1) * packed_stride_w_ + s_.kernel_w);
+      cstride_ = hp_ * wp_ + (flat_ ? P_ : 0);
+      packed_size_ = (s_.batch * cblocks_ * cstride_ * cb_ + 15) / 16 * 16;
       detail::conv2d_check_offset(packed_size_);
       per_thread_copy_ = p_.packing == Conv2dPacking::per_thread;
       packed_input_ = AlignedBuffer(packed_size_ * (per_thread_copy_ ? static_cast<std::size_t>(threads_) : 1));
@@ -155,7 +175,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     build_taps();
     pack_weights(weights);
 
-    acc_size_ = blocks_.oc_tiles * oh_block_ * blocks_.ow_tiles * P_ * ocw_;
+    acc_size_ = blocks_.oc_tiles * (flat_ ? 1 : oh_block_) * blocks_.ow_tiles * P_ * ocw_;
     window_size_ = nchwc_ ? 0 : blocks_.ic_block * s_.kernel_h * span_;
     per_thread_ = (acc_size_ + window_size_ + 15) / 16 * 16;
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
@@ -234,7 +254,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       const auto [c, r, k] = taps[t];
       std::size_t o;
       if (nchwc_)
-        o = ((c / cb_) * hp_ * wp_ + r * wp_ + k) * cb_ + c % cb_;
+        o = ((c / cb_) * cstride_ + r * wp_ + k) * cb_ + c % cb_;
       else
         o = (c * s_.height + r) * s_.width + k;
       offset_[t] = static_cast<std::int32_t>(o);
@@ -265,7 +285,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     const std::size_t H = s_.height, W = s_.width, IC = s_.in_channels, cb = cb_;
     const std::size_t blk = u % cblocks_, row = (u / cblocks_) % packed_rows_, n = u / (packed_rows_ * cblocks_);
     const std::size_t ih = subsampled_ ? row * s_.stride_h : row;
-    float* d = packed + (((n * cblocks_ + blk) * hp_ + row + (subsampled_ ? 0 : s_.pad_h)) * wp_ +
+    float* d = packed + ((n * cblocks_ + blk) * cstride_ + (row + (subsampled_ ? 0 : s_.pad_h)) * wp_ +
                          (subsampled_ ? 0 : s_.pad_w)) * cb;
     const std::size_t c0 = blk * cb, cn = std::min(cb, IC - c0);
     const float* src = input + ((n * IC + c0) * H + ih) * W;
@@ -341,16 +361,33 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
   }
 
+  // The inner kernel of `left` < ow_tile positions, or the whole tile where none is instantiated.
+  detail::Conv2dTileFn narrow_tile(std::size_t left) const {
+    const auto narrow = detail::find_conv2d_tile(static_cast<int>(left), p_.oc_vectors);
+    return narrow ? narrow : tile_;
+  }
+
+  // The output positions of the block of rows from oh (flat_: its positions taken as one row).
+  std::size_t flat_positions(std::size_t oh) const { return std::min(oh_block_, oh_ - oh) * ow_; }
+
   // One inner-kernel call: chunk j of the taps, output-channel tile `ot`, output row `oh`,
-  // position tile `tile`, into the accumulator tile `acc`.
+  // position tile `tile`, into the accumulator tile `acc` (flat_: `oh` is the first row of a
+  // block of rows, `tile` a tile of its positions).
   void tile(Scratch& sc, const float* in, std::size_t n, std::size_t j, std::size_t ot,
             std::size_t oh, std::size_t tile, float* acc) {
     const std::size_t t0 = chunk_begin_[j], taps = chunk_begin_[j + 1] - t0;
     const float* w = packed_weights_.data() + (ot * taps_.size() + t0) * ocw_;
     const std::size_t ow0 = tile * P_;
+    if (flat_) {
+      const std::size_t left = flat_positions(oh) - ow0;
+      const float* base = in + ((n * cblocks_) * cstride_ + oh * ow_ + ow0) * cb_;
+      (left < P_ ? narrow_tile(left) : tile_)(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(cb_),
+                                              acc, j > 0);
+      return;
+    }
     const detail::Conv2dTileFn kernel = tile + 1 == blocks_.ow_tiles_total ? last_tile_ : tile_;
     if (nchwc_) {
-      const float* base = in + (((n * cblocks_) * hp_ + oh * packed_stride_h_) * wp_ + ow0 * packed_stride_w_) * cb_;
+      const float* base = in + ((n * cblocks_) * cstride_ + oh * packed_stride_h_ * wp_ + ow0 * packed_stride_w_) * cb_;
       kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
     } else if (row_interior_[oh] && tile_interior_[tile]) {
       const float* base = in + (n * s_.in_channels * s_.height + oh * s_.stride_h - s_.pad_h) * s_.width +
@@ -368,28 +405,36 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   void block(Scratch& sc, const float* in, float* output, std::size_t n, std::size_t cb,
              std::size_t hb, std::size_t wb) {
     const std::size_t ot0 = cb * blocks_.oc_tiles, ots = std::min(blocks_.oc_tiles, blocks_.oc_tiles_total - ot0);
-    const std::size_t oh0 = hb * oh_block_, rows = std::min(oh_block_, oh_ - oh0);
-    const std::size_t tl0 = wb * blocks_.ow_tiles, tls = std::min(blocks_.ow_tiles, blocks_.ow_tiles_total - tl0);
+    const std::size_t oh0 = hb * oh_block_;
+    // flat_: one row of the block's positions (the last block of rows may have fewer tiles).
+    const std::size_t rows = flat_ ? 1 : std::min(oh_block_, oh_ - oh0);
+    const std::size_t row_tiles = flat_ ? (flat_positions(oh0) + P_ - 1) / P_ : blocks_.ow_tiles_total;
+    const std::size_t tl0 = wb * blocks_.ow_tiles;
+    if (tl0 >= row_tiles) return;
+    const std::size_t tls = std::min(blocks_.ow_tiles, row_tiles - tl0);
     const std::size_t chunks = chunk_begin_.size() - 1;
     const std::size_t tile_size = P_ * ocw_, row_size = blocks_.ow_tiles * tile_size;
     auto acc = [&](std::size_t k, std::size_t r, std::size_t t) {
-      return sc.acc + (k * oh_block_ + r) * row_size + t * tile_size;
+      return sc.acc + (k * rows + r) * row_size + t * tile_size;
     };
     detail::conv2d_for_each_tile(p_.loop_order, chunks, ots, rows, tls,
                                  [&](std::size_t j, std::size_t k, std::size_t r, std::size_t t) {
                                    tile(sc, in, n, j, ot0 + k, oh0 + r, tl0 + t, acc(k, r, t));
                                  });
-    // The accumulator to NCHW: only the valid channels and positions.
-    const std::size_t OC = s_.out_channels, ow0 = tl0 * P_, positions = std::min(tls * P_, ow_ - ow0);
+    // The accumulator to NCHW: only the valid channels and positions (flat_: one run of the
+    // block's positions, contiguous in the output as in the copy).
+    const std::size_t OC = s_.out_channels, ow0 = tl0 * P_;
+    const std::size_t positions = std::min(tls * P_, (flat_ ? flat_positions(oh0) : ow_) - ow0);
+    const std::size_t out_row = flat_ ? positions : ow_;
     for (std::size_t k = 0; k < ots; ++k) {
       const std::size_t oc0 = (ot0 + k) * ocw_, channels = std::min(ocw_, OC - oc0);
       float* out = output + ((n * OC + oc0) * oh_ + oh0) * ow_ + ow0;
       const float* a = acc(k, 0, 0);
       switch (p_.oc_vectors) {
-        case 1: detail::conv2d_write_block<simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
-        case 2: detail::conv2d_write_block<2 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
-        case 3: detail::conv2d_write_block<3 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
-        default: detail::conv2d_write_block<4 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, ow_); break;
+        case 1: detail::conv2d_write_block<simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, out_row); break;
+        case 2: detail::conv2d_write_block<2 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, out_row); break;
+        case 3: detail::conv2d_write_block<3 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, out_row); break;
+        default: detail::conv2d_write_block<4 * simd_width>(a, row_size, rows, channels, positions, out, oh_ * ow_, out_row); break;
       }
     }
   }
@@ -401,6 +446,8 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   // The packed copy: channel block, blocks, rows and columns (padding included), its size, the
   // input rows it holds per channel block, and the strides of the convolution over it.
   std::size_t span_ = 0, cb_ = 1, cblocks_ = 0, hp_ = 0, wp_ = 0, packed_size_ = 0, packed_rows_ = 0;
+  std::size_t cstride_ = 0;  // floats / cb_ from one channel block of the copy to the next
+  bool flat_ = false;        // tiles over the positions of a block of rows taken as one row
   std::size_t packed_stride_h_ = 1, packed_stride_w_ = 1;
   bool nchwc_ = false, per_thread_copy_ = false, subsampled_ = false;
   std::vector<std::size_t> chunk_begin_;

@@ -335,10 +335,11 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
 
 TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {
   // 1x1 stride 2 without padding packs a subsampled copy; 16 and 8 input channels per block
-  // take the transposing paths of the packing when they match the vector width, with partial
-  // loads for the last columns of a row (rows of 81, 14 and 20 columns read with stride 2, of 40
-  // and 7 columns read whole); 40 output positions per row take the transposing write-out with
-  // an overlapping last block.
+  // take the transposing paths of the packing when they are whole vectors (8 and 16 with AVX2,
+  // 16 with AVX-512: one or two transposed blocks of simd_width channels), with partial loads
+  // for the last columns of a row (rows of 81, 14 and 20 columns read with stride 2, of 40 and 7
+  // columns read whole); 40 output positions per row take the transposing write-out with an
+  // overlapping last block.
   const std::vector<Conv2dShape> shapes{
       {.batch = 2, .height = 9, .width = 81, .in_channels = 35, .out_channels = 33, .kernel_h = 1, .kernel_w = 1,
        .stride_h = 2, .stride_w = 2},

@@ -282,6 +282,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   // order pack the rows they read when the output rows are shared the same way); a subsampled
   // copy takes input row row * stride_h, columns 0, stride_w, 2 stride_w, ...
   void pack_row(const float* input, float* packed, std::size_t u) const {
+    constexpr auto V = static_cast<std::size_t>(simd_width);
     const std::size_t H = s_.height, W = s_.width, IC = s_.in_channels, cb = cb_;
     const std::size_t blk = u % cblocks_, row = (u / cblocks_) % packed_rows_, n = u / (packed_rows_ * cblocks_);
     const std::size_t ih = subsampled_ ? row * s_.stride_h : row;
@@ -292,20 +293,23 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     if (subsampled_) {
       const std::size_t sw = s_.stride_w;
       std::size_t x = 0;
-      if (sw == 2 && cb == static_cast<std::size_t>(simd_width) && cn == cb) {
-        // simd_width columns of each channel from two vectors (their even lanes), transposed; the
-        // last, narrower block of a row from partial loads of what is left of each row.
-        for (; x < ow_; x += cb) {
-          const std::size_t cols = std::min(cb, ow_ - x), left = W - 2 * x;  // input columns left
-          vfloat v[simd_width];
-          for (std::size_t c = 0; c < cb; ++c) {
-            const float* p = src + c * H * W + 2 * x;
-            const vfloat lo = left >= cb ? load(p) : load_first(p, left);
-            const vfloat hi = left >= 2 * cb ? load(p + cb) : left > cb ? load_first(p + cb, left - cb) : vfloat{};
-            v[c] = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+      if (sw == 2 && cb % V == 0 && cn == cb) {
+        // simd_width columns of simd_width channels at a time from two vectors of each channel
+        // (their even lanes), transposed; the last, narrower block of a row from partial loads
+        // of what is left of each row.
+        for (; x < ow_; x += V) {
+          const std::size_t cols = std::min(V, ow_ - x), left = W - 2 * x;  // input columns left
+          for (std::size_t g = 0; g < cb; g += V) {
+            vfloat v[simd_width];
+            for (std::size_t c = 0; c < V; ++c) {
+              const float* p = src + (g + c) * H * W + 2 * x;
+              const vfloat lo = left >= V ? load(p) : load_first(p, left);
+              const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
+              v[c] = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+            }
+            detail::transpose(v);
+            for (std::size_t q = 0; q < cols; ++q) store(d + (x + q) * cb + g, v[q]);
           }
-          detail::transpose(v);
-          for (std::size_t q = 0; q < cols; ++q) store(d + (x + q) * cb, v[q]);
         }
       }
       for (std::size_t c = 0; c < cn; ++c)
@@ -317,16 +321,20 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       return;
     }
     std::size_t iw = 0;
-    if (cb == static_cast<std::size_t>(simd_width) && cn == cb) {
+    if (cb % V == 0 && cn == cb) {
       // simd_width x simd_width blocks (channels x columns): load, transpose, store; the last,
       // narrower block of a row from partial loads of what is left of each row.
-      for (; iw < W; iw += cb) {
-        const std::size_t cols = std::min(cb, W - iw);
-        vfloat v[simd_width];
-        for (std::size_t c = 0; c < cb; ++c)
-          v[c] = cols == cb ? load(src + c * H * W + iw) : load_first(src + c * H * W + iw, cols);
-        detail::transpose(v);
-        for (std::size_t q = 0; q < cols; ++q) store(d + (iw + q) * cb, v[q]);
+      for (; iw < W; iw += V) {
+        const std::size_t cols = std::min(V, W - iw);
+        for (std::size_t g = 0; g < cb; g += V) {
+          vfloat v[simd_width];
+          for (std::size_t c = 0; c < V; ++c) {
+            const float* p = src + (g + c) * H * W + iw;
+            v[c] = cols == V ? load(p) : load_first(p, cols);
+          }
+          detail::transpose(v);
+          for (std::size_t q = 0; q < cols; ++q) store(d + (iw + q) * cb + g, v[q]);
+        }
       }
     }
     for (std::size_t c = 0; c < cn; ++c)

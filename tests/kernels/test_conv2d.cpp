@@ -711,9 +711,9 @@ TEST_CASE("conv2d: nchwc tiles of a 1x1 kernel run across the ends of the rows o
   // A 1x1 kernel without padding in the nchwc layout tiles the positions of each block of
   // oh_block rows as one row (its packed copy holds them contiguously): a tile may start in one
   // row and end in the next, the last tile of a block computes only the positions left, and the
-  // last block of rows may be shorter. Every direct tile of this target, on output rows of 13
-  // (stride 1) and 15 (stride 2) positions, no multiple of any tile width, in blocks of 1, 3 and
-  // 8 rows (8 and 15 rows: a short last block) and of 1 or the most tiles, channel blocks 1 and 8.
+  // last block of rows may be shorter. Every direct tile of this target, on 7 output rows of 13
+  // positions (stride 1) and 8 of 15 (stride 2), in blocks of 1, 3 (a short last block) and 8
+  // rows and of 1 or the most tiles, channel blocks 1 and 8.
   namespace cpu = tunekit::cpu;
   const Conv2dShape unit{.batch = 2, .height = 7, .width = 13, .in_channels = 11, .out_channels = 40,
                          .kernel_h = 1, .kernel_w = 1};

@@ -460,9 +460,11 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
   }
 
   // One row of the shared compact copy: output row oh of channel c of image n
-  // (u = (n IC + c) OH + oh).
+  // (u = (n OH + oh) IC + c: threads that share the rows in order each pack the output rows they
+  // compute when the positions are shared the same way, parallel oh, instead of half the
+  // channels of every row, which the other thread then reads from its cache).
   void pack_gemm_row(const float* input, float* packed, std::size_t u) const {
-    const std::size_t oh = u % oh_, plane = u / oh_;
+    const std::size_t IC = s_.in_channels, c = u % IC, oh = u / IC % oh_, plane = u / (IC * oh_) * IC + c;
     pack_gemm_columns(input + (plane * s_.height + oh * s_.stride_h) * s_.width, 0, ow_,
                       packed + plane * ppad_ + oh * ow_);
   }

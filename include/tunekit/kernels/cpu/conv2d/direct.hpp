@@ -142,9 +142,11 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
     // The last tile of a row (flat_: of a block of rows) computes only the positions left with
     // the inner kernel of that width, where one is instantiated, instead of a whole tile.
-    last_tile_ = tile_;
-    if (const std::size_t left = ow_ - (blocks_.ow_tiles_total - 1) * P_; !flat_ && left < P_)
-      last_tile_ = narrow_tile(left);
+    narrow_.assign(P_, tile_);
+    for (std::size_t left = 1; left < P_; ++left)
+      if (const auto narrow = detail::find_conv2d_tile(static_cast<int>(left), p_.oc_vectors)) narrow_[left] = narrow;
+    const std::size_t left = ow_ - (blocks_.ow_tiles_total - 1) * P_;
+    last_tile_ = left < P_ ? narrow_[left] : tile_;
 
     // The packed input: rows and columns of zero padding around the image, and on the right as
     // many columns as the last tile of a row reads.
@@ -369,12 +371,6 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
   }
 
-  // The inner kernel of `left` < ow_tile positions, or the whole tile where none is instantiated.
-  detail::Conv2dTileFn narrow_tile(std::size_t left) const {
-    const auto narrow = detail::find_conv2d_tile(static_cast<int>(left), p_.oc_vectors);
-    return narrow ? narrow : tile_;
-  }
-
   // The output positions of the block of rows from oh (flat_: its positions taken as one row).
   std::size_t flat_positions(std::size_t oh) const { return std::min(oh_block_, oh_ - oh) * ow_; }
 
@@ -389,8 +385,8 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     if (flat_) {
       const std::size_t left = flat_positions(oh) - ow0;
       const float* base = in + ((n * cblocks_) * cstride_ + oh * ow_ + ow0) * cb_;
-      (left < P_ ? narrow_tile(left) : tile_)(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(cb_),
-                                              acc, j > 0);
+      (left < P_ ? narrow_[left] : tile_)(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(cb_), acc,
+                                          j > 0);
       return;
     }
     const detail::Conv2dTileFn kernel = tile + 1 == blocks_.ow_tiles_total ? last_tile_ : tile_;
@@ -448,6 +444,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   }
 
   detail::Conv2dTileFn tile_ = nullptr, last_tile_ = nullptr;  // the row's last tile: see the constructor
+  std::vector<detail::Conv2dTileFn> narrow_;  // [k]: the inner kernel of k < ow_tile positions (tile_ if none)
   std::size_t oh_ = 0, ow_ = 0, ocw_ = 0, P_ = 0;
   detail::Conv2dBlocks blocks_;
   std::size_t oh_block_ = 0, oh_blocks_ = 0;  // output rows per block, blocks of rows

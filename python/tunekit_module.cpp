@@ -179,7 +179,13 @@ struct PySpace {
   }
 
   void add_python_constraint(std::string description, py::function fn) {
-    // What the constraint sees: the knobs and constants added before it.
+    space.add_constraint(std::move(description), python_predicate(std::move(fn)));
+  }
+
+  // A predicate over a ConfigView that calls fn with a dict of the knobs and constants added
+  // so far; what fn raises is kept in `errors` and the predicate answers false.
+  tunekit::Constraint::Predicate python_predicate(py::function fn) {
+    // What the predicate sees: the knobs and constants added before it.
     struct Names {
       std::vector<std::pair<std::string, KnobKind>> knobs;
       std::vector<std::string> constants;
@@ -189,7 +195,7 @@ struct PySpace {
     for (const auto& k : space.constants()) names->constants.push_back(k.name);
     auto callable = std::make_shared<PythonCallable>(std::move(fn));
     auto slot = errors;
-    space.add_constraint(std::move(description), [callable, slot, names](const tunekit::ConfigView& v) -> bool {
+    return [callable, slot, names](const tunekit::ConfigView& v) -> bool {
       py::gil_scoped_acquire gil;
       if (slot->failed()) return false;
       try {
@@ -208,7 +214,7 @@ struct PySpace {
         slot->store(std::move(e));
         return false;
       }
-    });
+    };
   }
 };
 
@@ -515,6 +521,14 @@ PYBIND11_MODULE(_tunekit, m) {
              return s;
            }, py::arg("description"), py::arg("predicate"), py::return_value_policy::reference_internal,
            "A constraint: predicate(values) -> bool over a dict of the knobs and constants added before it")
+      .def("add_inactive", [](PySpace& s, std::string knob, std::string value, std::string when_description,
+                              py::function when) -> PySpace& {
+             s.space.add_inactive(knob, value, std::move(when_description), s.python_predicate(std::move(when)));
+             return s;
+           }, py::arg("knob"), py::arg("value"), py::arg("when_description"), py::arg("when"),
+           py::return_value_policy::reference_internal,
+           "The knob is unused where when(values) holds; there its one valid value is `value` (as str: '1', "
+           "'shared'), and the searches' moves set it (SearchSpace::add_inactive)")
       .def("restrict_to", [](PySpace& s, std::string description, const py::iterable& configs) -> PySpace& {
              std::vector<std::uint64_t> members;
              for (auto c : configs) members.push_back(s.space.to_index(s.config(c)));

@@ -149,6 +149,33 @@ TEST_CASE("conv2d: the space of a ResNet-18 layer has many valid configs and onl
   }
 }
 
+TEST_CASE("conv2d: the knobs a layout leaves unused are inactive, so one move switches layouts") {
+  // C3 (1x1, stride 1): from an nchwc config with in_cblock 8, per-thread packing and blocks of
+  // 4 rows, changing the layout lands on gemm1x1 with in_cblock 1, packing shared and oh_block 1
+  // (and on nchw likewise); changing in_cblock of the gemm1x1 config is no move.
+  const auto space = tunekit::cpu::conv2d_space(tunekit::cpu::resnet18_conv2d_task("resnet18.C3").shape);
+  const std::string rest = ";oc_vectors=3;ow_tile=4;oc_tiles=2;ow_tiles=2;";
+  const auto nchwc = space.parse("layout=nchwc;in_cblock=8;packing=per_thread" + rest +
+                                 "oh_block=4;ic_block=64;reduction=ic_kh_kw;loop_order=ic_oc_ow;parallel=oh;schedule=static");
+  const auto gemm = space.parse("layout=gemm1x1;in_cblock=1;packing=shared" + rest +
+                                "oh_block=1;ic_block=64;reduction=ic_kh_kw;loop_order=ic_oc_ow;parallel=oh;schedule=static");
+  const auto nchw = space.parse("layout=nchw;in_cblock=1;packing=shared" + rest +
+                                "oh_block=4;ic_block=64;reduction=ic_kh_kw;loop_order=ic_oc_ow;parallel=oh;schedule=static");
+  REQUIRE(space.is_valid(nchwc));
+  REQUIRE(space.is_valid(gemm));
+  REQUIRE(space.is_valid(nchw));
+  const auto n = space.neighbours(nchwc);
+  CHECK(std::find(n.begin(), n.end(), gemm) != n.end());
+  CHECK(std::find(n.begin(), n.end(), nchw) != n.end());
+  const auto g = space.hamming_neighbours(gemm);
+  for (const auto& c : g) CHECK(space.view(c)["in_cblock"] == 1);  // in_cblock is inactive there
+  CHECK(std::find(g.begin(), g.end(), nchwc) == g.end());  // back to nchwc: in_cblock stays 1
+  // A config that uses an inactive knob is invalid: gemm1x1 with oh_block 2.
+  auto wrong = gemm;
+  wrong[space.knob_index("oh_block")] = 1;
+  CHECK_FALSE(space.is_valid(wrong));
+}
+
 TEST_CASE("conv2d: randomly drawn configs match the reference on odd shapes") {
   tunekit::Rng rng(2024);
   std::set<std::string> seen;  // knob=value pairs covered

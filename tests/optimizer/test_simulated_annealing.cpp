@@ -157,6 +157,28 @@ TEST_CASE("a neighbour differs in exactly one knob and is valid") {
   CHECK(sa.random_walk(lonely, Config{2, 2}, rng) == Config{2, 2});
 }
 
+TEST_CASE("a random step that makes knobs inactive settles them, so one step crosses between layouts") {
+  // "blk" is used by layout 1 only: from layout 1 with blk 8, the step to layout 0 lands on blk 1;
+  // a step of blk in layout 0 is no move, so every step the walk takes is a real one.
+  SearchSpace s;
+  s.add(tunekit::Knob::categorical("layout", {"plain", "blocked"})).add(tunekit::Knob::power_of_two("blk", 1, 8));
+  s.add_inactive("blk", "1", "layout == plain", [](const tunekit::ConfigView& v) { return v["layout"] == 0; });
+  tunekit::AnnealingSearch sa;
+  tunekit::Rng rng(3);
+  std::size_t crossed = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Config n = sa.random_walk(s, Config{1, 3}, rng);
+    CHECK(s.is_valid(n));
+    CHECK(n != Config{1, 3});
+    crossed += n == Config{0, 0};
+  }
+  // Four moves (blk 1, 2, 4 within the layout, or the crossing), uniform over knob then value:
+  // the crossing is drawn with probability 1/2 per try.
+  CHECK(crossed > 60);
+  CHECK(crossed < 140);
+  for (int i = 0; i < 50; ++i) CHECK(sa.random_walk(s, Config{0, 0}, rng) == Config{1, 0});
+}
+
 TEST_CASE("without a model the annealing optimizer proposes exactly what random search does") {
   Fixture fx;
   tunekit::SearchContext ctx{fx.space, fx.history, fx.visited};

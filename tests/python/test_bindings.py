@@ -80,6 +80,30 @@ def test_a_raising_constraint_raises_from_ask():
         s.is_valid({"x": 1})
 
 
+def test_inactive_knob_one_value_where_unused():
+    s = (tk.SearchSpace()
+         .add_categorical("layout", ["plain", "blocked"])
+         .add_power_of_two("blk", 1, 8)
+         .add_range("u", 1, 4))
+    s.add_inactive("blk", "1", "layout == plain", lambda v: v["layout"] == "plain")
+    assert s.count_valid() == 1 * 4 + 4 * 4  # plain holds blk at 1: no duplicate configs
+    assert s.is_valid({"layout": "plain", "blk": 1, "u": 2})
+    assert not s.is_valid({"layout": "plain", "blk": 4, "u": 2})
+    with pytest.raises(ValueError, match=r"^add_inactive: knob 'blk' has no value '3'$"):
+        s.add_inactive("blk", "3", "never", lambda v: False)
+    with pytest.raises(IndexError, match=r"no knob named 'depth'"):
+        s.add_inactive("depth", "1", "never", lambda v: False)
+    # A search over the whole space asks each of the 20 valid configs once, none other.
+    t = tk.Tuner(s, "tpe-local", trials=20, plan_size=4, seed=2)
+    seen = set()
+    while batch := t.ask(4):
+        for c in batch:
+            assert s.is_valid(c) and s.describe(c) not in seen
+            seen.add(s.describe(c))
+            t.tell(c, tk.Measurement.from_samples([1.0 + abs(c["u"] - 4) + (0.0 if c["layout"] == "plain" else 1.0)]))
+    assert len(seen) == 20
+
+
 def test_ask_tell_statuses_and_best():
     s = small_space()
     t = tk.Tuner(s, "tpe-local", trials=40, plan_size=8, seed=5)

@@ -524,6 +524,91 @@ TEST_CASE("neighbours() and hamming_neighbours() equal a brute force over every 
   CHECK(s.count_valid() < s.product_size());
 }
 
+// A space with conditional knobs: "blk" is used by layout b only, "rows" by every layout but c,
+// and a constraint ties tile to layout; settle's closed form below is the brute force's.
+SearchSpace layouts_space() {
+  SearchSpace s;
+  s.add(Knob::categorical("layout", {"a", "b", "c"}))
+      .add(Knob::power_of_two("blk", 1, 8))
+      .add(Knob::range("rows", 1, 3))
+      .add(Knob::range("tile", 1, 4));
+  s.add_inactive("blk", "1", "layout != b", [](const ConfigView& c) { return c["layout"] != 1; });
+  s.add_inactive("rows", "1", "layout == c", [](const ConfigView& c) { return c["layout"] == 2; });
+  s.add_constraint("layout == c implies tile <= 2", [](const ConfigView& c) { return c["layout"] != 2 || c["tile"] <= 2; });
+  return s;
+}
+
+Config settled(Config c) {
+  if (c[0] != 1) c[1] = 0;  // blk = 1
+  if (c[0] == 2) c[2] = 0;  // rows = 1
+  return c;
+}
+
+TEST_CASE("add_inactive: the valid configs hold an inactive knob at its value only, settle sets it") {
+  const SearchSpace s = layouts_space();
+  std::size_t valid = 0;
+  for (std::uint64_t i = 0; i < s.product_size(); ++i) {
+    Config c = s.from_index(i);
+    const bool expect = settled(c) == c && (c[0] != 2 || c[3] <= 1);
+    CAPTURE(i);
+    CHECK(s.is_valid(c) == expect);
+    valid += expect;
+    s.settle(c);
+    CHECK(c == settled(s.from_index(i)));
+  }
+  // a: 1 x 3 x 4, b: 4 x 3 x 4, c: 1 x 1 x 2.
+  CHECK(valid == 12 + 48 + 2);
+  CHECK(s.count_valid() == valid);
+  CHECK(s.has_inactive());
+  CHECK_FALSE(SearchSpace{}.has_inactive());
+  CHECK(s.describe_constraints().find("layout != b implies blk == 1 (inactive)") != std::string::npos);
+  // Errors name the knob or the value.
+  SearchSpace t = layouts_space();
+  CHECK_THROWS_WITH_AS(t.add_inactive("depth", "1", "always", [](const ConfigView&) { return true; }),
+                       "search space has no knob named 'depth'", std::out_of_range);
+  CHECK_THROWS_WITH_AS(t.add_inactive("blk", "3", "always", [](const ConfigView&) { return true; }),
+                       "add_inactive: knob 'blk' has no value '3'", std::invalid_argument);
+  Config short_config{0, 0};
+  CHECK_THROWS_AS(s.settle(short_config), std::invalid_argument);
+}
+
+TEST_CASE("add_inactive: neighbours settle each move (brute force): a move that makes knobs inactive lands on "
+          "their values, a step of an inactive knob is no move") {
+  const SearchSpace s = layouts_space();
+  const std::vector<bool> ordered{false, true, true, true};
+  std::size_t crossings = 0;
+  for (std::uint64_t i = 0; i < s.product_size(); ++i) {
+    const Config c = s.from_index(i);
+    if (!s.is_valid(c)) continue;
+    std::set<Config> expected, hamming;
+    for (std::size_t k = 0; k < c.size(); ++k)
+      for (std::uint32_t v = 0; v < s.knob(k).size(); ++v) {
+        if (v == c[k]) continue;
+        Config d = c;
+        d[k] = v;
+        d = settled(d);
+        if (d == c || !s.is_valid(d)) continue;
+        hamming.insert(d);
+        if (!ordered[k] || v + 1 == c[k] || v == c[k] + 1) expected.insert(d);
+      }
+    CAPTURE(i);
+    const auto n = s.neighbours(c);
+    const auto h = s.hamming_neighbours(c);
+    REQUIRE(std::set<Config>(n.begin(), n.end()).size() == n.size());
+    REQUIRE(std::set<Config>(n.begin(), n.end()) == expected);
+    REQUIRE(std::set<Config>(h.begin(), h.end()).size() == h.size());
+    REQUIRE(std::set<Config>(h.begin(), h.end()) == hamming);
+    // From layout b with blk 8 and rows 3, layout c is one move away (blk and rows settle).
+    if (c[0] == 1 && c[1] != 0 && c[2] != 0 && c[3] <= 1) {
+      Config to_c = c;
+      to_c[0] = 2, to_c[1] = 0, to_c[2] = 0;
+      CHECK(std::find(n.begin(), n.end(), to_c) != n.end());
+      ++crossings;
+    }
+  }
+  CHECK(crossings > 0);
+}
+
 TEST_CASE("ConfigView reads knobs and constants by name") {
   SearchSpace s = mixed_space();
   s.add_constant("KWG", 32);

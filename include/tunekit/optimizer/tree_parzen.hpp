@@ -214,6 +214,7 @@ class TreeParzen {
     const std::size_t max_attempts = 32 * params_.samples;
     for (std::size_t attempt = 0; last_.drawn < params_.samples && attempt < max_attempts; ++attempt) {
       Config c = l.sample(rng);
+      ctx.space.settle(c);
       if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), false);
     }
     const bool gp_round = ctx.history.size() < params_.gp_trials;
@@ -403,7 +404,8 @@ class TreeParzen {
         auto v = static_cast<std::uint32_t>(uniform_index(rng, ctx.space.knob(k).size() - 1));
         x[k] = v >= c[k] ? v + 1 : v;  // any value but c's
       }
-      if (ctx.space.is_valid(x)) taken += consider(std::move(x), true);
+      ctx.space.settle(x);
+      if (x != c && ctx.space.is_valid(x)) taken += consider(std::move(x), true);
     }
     return taken;
   }

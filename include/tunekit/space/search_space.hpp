@@ -8,6 +8,7 @@
 #include "tunekit/space/constraint.hpp"
 #include "tunekit/space/knob.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -75,6 +76,50 @@ class SearchSpace {
   template <class F>
   SearchSpace& add_constraint(std::string description, F&& predicate) {
     return add_constraint(Constraint(std::move(description), std::forward<F>(predicate)));
+  }
+
+  /// Declares a knob inactive where `when` holds: a config there leaves it unused (a layout with
+  /// no input-channel block, say), and its one valid value is `value` (as Knob::to_string writes
+  /// it). Adds the constraint "<when> implies <knob> == <value> (inactive)", so the valid configs
+  /// hold one representative of each such choice, never duplicates. `settle` sets inactive knobs to
+  /// their values; the moves of the searches (neighbours, hamming_neighbours, the optimizers'
+  /// random steps) settle each moved config, so that a move that makes a knob inactive lands on
+  /// that representative instead of being rejected (e.g. from a blocked layout to one without
+  /// blocks in one step), and a step of an inactive knob is no move. Throws std::out_of_range
+  /// naming an unknown knob, std::invalid_argument a value the knob does not have.
+  template <class F>
+  SearchSpace& add_inactive(std::string_view knob, std::string_view value, std::string when_description, F&& when) {
+    const std::size_t k = knob_index(knob);
+    std::uint32_t v = 0;
+    while (v < knobs_[k].size() && knobs_[k].to_string(v) != value) ++v;
+    if (v == knobs_[k].size())
+      throw std::invalid_argument("add_inactive: knob '" + std::string(knob) + "' has no value '" + std::string(value) + "'");
+    Constraint::Predicate pred(std::forward<F>(when));
+    inactive_.push_back({k, v, pred});
+    return add_constraint(when_description + " implies " + std::string(knob) + " == " + std::string(value) + " (inactive)",
+                          [k, v, pred](const ConfigView& c) { return c.config()[k] == v || !pred(c); });
+  }
+
+  /// Whether some knob is declared inactive somewhere (add_inactive).
+  bool has_inactive() const noexcept { return !inactive_.empty(); }
+
+  /// Sets every knob that is inactive in `c` to its inactive value (add_inactive), until none
+  /// changes (a condition may read a knob that another one sets). Nothing changes in a space
+  /// without inactive knobs. Throws std::invalid_argument on a malformed config.
+  void settle(Config& c) const {
+    if (inactive_.empty()) return;
+    check_shape(c);
+    for (std::size_t pass = 0; pass <= inactive_.size(); ++pass) {
+      bool changed = false;
+      for (const auto& rule : inactive_) {
+        if (c[rule.knob] == rule.value) continue;
+        if (rule.when(ConfigView(knobs_, constants_, c, to_index(c)))) {
+          c[rule.knob] = rule.value;
+          changed = true;
+        }
+      }
+      if (!changed) return;
+    }
   }
 
   const std::vector<Knob>& knobs() const noexcept { return knobs_; }
@@ -156,8 +201,8 @@ class SearchSpace {
     Config n = c;
     auto consider = [&](std::size_t knob, std::uint32_t value) {
       n[knob] = value;
-      if (satisfies(n, to_index(n))) out.push_back(n);
-      n[knob] = c[knob];
+      add_move(c, n, out);
+      n = c;
     };
     for (std::size_t k = 0; k < knobs_.size(); ++k) {
       const auto size = static_cast<std::uint32_t>(knobs_[k].size());
@@ -183,9 +228,9 @@ class SearchSpace {
       for (std::uint32_t v = 0; v < knobs_[k].size(); ++v) {
         if (v == c[k]) continue;
         n[k] = v;
-        if (satisfies(n, to_index(n))) out.push_back(n);
+        add_move(c, n, out);
+        n = c;
       }
-      n[k] = c[k];
     }
     return out;
   }
@@ -292,6 +337,21 @@ class SearchSpace {
     std::vector<std::uint64_t> valid{};
   };
 
+  struct Inactive {
+    std::size_t knob;
+    std::uint32_t value;
+    Constraint::Predicate when;
+  };
+
+  // Appends the move from `from` to `to` (settled) when it is valid, moves and is not there yet.
+  void add_move(const Config& from, Config& to, std::vector<Config>& out) const {
+    if (!inactive_.empty()) {
+      settle(to);
+      if (to == from || std::find(out.begin(), out.end(), to) != out.end()) return;
+    }
+    if (satisfies(to, to_index(to))) out.push_back(to);
+  }
+
   bool satisfies(const Config& c, std::uint64_t flat) const {
     if (constraints_.empty()) return true;
     const ConfigView v(knobs_, constants_, c, flat);
@@ -343,6 +403,7 @@ class SearchSpace {
   std::vector<Knob> knobs_;
   std::vector<Constant> constants_;
   std::vector<Constraint> constraints_;
+  std::vector<Inactive> inactive_;
   std::vector<std::uint64_t> strides_;
   std::uint64_t product_ = 1;
   std::shared_ptr<ValidCache> cache_ = std::make_shared<ValidCache>();

@@ -100,10 +100,12 @@ inline std::vector<std::int64_t> conv2d_tile_knob_values() {
 /// large). Constraints:
 /// - the tile is instantiated and fits the target's vector registers (for gemm1x1:
 ///   is_conv2d_gemm_tile);
-/// - nchw reads the input in place (in_cblock 1, nothing to pack);
-/// - a 1x1 kernel has one reduction order (the two coincide);
-/// - gemm1x1 only for a 1x1 kernel without padding, with in_cblock and oh_block at 1 (unused);
-///   with stride 1 it reads the input in place (packing shared);
+/// - gemm1x1 only for a 1x1 kernel without padding;
+/// - knobs a config leaves unused are inactive there (SearchSpace::add_inactive: they take one
+///   value, and a move that makes them unused lands on it): in_cblock (1) in the layouts
+///   other than nchwc, oh_block (1) in gemm1x1, packing (shared) where the input is read in
+///   place (nchw, and gemm1x1 with stride 1), reduction (ic_kh_kw) for a 1x1 kernel (the two
+///   orders coincide);
 /// - no block or tile is larger than needed: at most one value of in_cblock and of ic_block
 ///   covers all input channels and one of oh_block all output rows, blocks and tiles hold no
 ///   empty row or vector, ow_tile <= out_width (direct layouts);
@@ -140,17 +142,17 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   const bool unit_stride = shape.stride_h == 1 && shape.stride_w == 1;
   s.add_constraint("layout == gemm1x1 implies a 1x1 kernel without padding",
                    [gemm_shape](const ConfigView& c) { return c["layout"] != 2 || gemm_shape; });
-  s.add_constraint("layout == gemm1x1 implies in_cblock == 1 and oh_block == 1 (unused)", [](const ConfigView& c) {
-    return c["layout"] != 2 || (c["in_cblock"] == 1 && c["oh_block"] == 1);
-  });
-  s.add_constraint("layout == gemm1x1 and stride 1 implies packing == shared (the input read in place)",
-                   [unit_stride](const ConfigView& c) { return c["layout"] != 2 || !unit_stride || c["packing"] == 0; });
-  s.add_constraint("layout == nchw implies in_cblock == 1 and packing == shared", [](const ConfigView& c) {
-    return c["layout"] != 0 || (c["in_cblock"] == 1 && c["packing"] == 0);
-  });
+  // Knobs a config leaves unused take one value there (inactive: a move that makes them unused
+  // lands on that value, SearchSpace::add_inactive).
+  s.add_inactive("in_cblock", "1", "layout != nchwc (no NCHW[in_cblock]c copy)",
+                 [](const ConfigView& c) { return c["layout"] != 1; });
+  s.add_inactive("oh_block", "1", "layout == gemm1x1 (the positions taken as one row)",
+                 [](const ConfigView& c) { return c["layout"] == 2; });
+  s.add_inactive("packing", "shared", "layout == nchw or (layout == gemm1x1 and stride 1) (the input read in place)",
+                 [unit_stride](const ConfigView& c) { return c["layout"] == 0 || (c["layout"] == 2 && unit_stride); });
   const bool one_tap_kernel = shape.kernel_h * shape.kernel_w == 1;
-  s.add_constraint("kernel_h * kernel_w == 1 implies reduction == ic_kh_kw (the orders coincide)",
-                   [one_tap_kernel](const ConfigView& c) { return !one_tap_kernel || c["reduction"] == 0; });
+  s.add_inactive("reduction", "ic_kh_kw", "kernel_h * kernel_w == 1 (the orders coincide)",
+                 [one_tap_kernel](const ConfigView&) { return one_tap_kernel; });
   s.add_constraint("in_cblock < 2 * in_channels", [IC](const ConfigView& c) { return c["in_cblock"] < 2 * IC; });
   s.add_constraint("ic_block < 2 * in_channels", [IC](const ConfigView& c) { return c["ic_block"] < 2 * IC; });
   s.add_constraint("oh_block < 2 * out_height", [OH](const ConfigView& c) { return c["oh_block"] < 2 * OH; });

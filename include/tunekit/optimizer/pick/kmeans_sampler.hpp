@@ -25,9 +25,10 @@
 namespace tunekit {
 
 /// The valid config nearest (Euclidean distance in knob-index space) to a real-valued point,
-/// among: the point rounded to the nearest value index of each knob, that config's valid
-/// neighbours (SearchSpace::neighbours), and the configs in `fallback` (all valid). The first
-/// of these wins a tie. std::nullopt when none of them is valid.
+/// among: the point rounded to the nearest value index of each knob (then settled, see
+/// SearchSpace::add_inactive), that config's valid neighbours (SearchSpace::neighbours), and the
+/// configs in `fallback` (all valid). The first of these wins a tie. std::nullopt when none of
+/// them is valid.
 inline std::optional<Config> nearest_valid_config(const SearchSpace& space, const Eigen::RowVectorXd& point,
                                                   std::span<const Config> fallback) {
   const std::size_t dims = space.dimensions();
@@ -52,6 +53,7 @@ inline std::optional<Config> nearest_valid_config(const SearchSpace& space, cons
     const double d = dist(c);
     if (d < best_d) best_d = d, best = c;
   };
+  space.settle(rounded);
   if (space.is_valid(rounded)) consider(rounded);
   for (const auto& c : space.neighbours(rounded)) consider(c);
   for (const auto& c : fallback) consider(c);

@@ -163,8 +163,9 @@ class AnnealingSearch {
       auto v = static_cast<std::uint32_t>(uniform_index(rng, space.knob(k).size() - 1));
       if (v >= c[k]) ++v;
       n[k] = v;
-      if (space.is_valid(n)) return n;
-      n[k] = c[k];
+      space.settle(n);  // a knob this step made inactive takes its value (SearchSpace::add_inactive)
+      if (n != c && space.is_valid(n)) return n;
+      n = c;
     }
     return c;
   }

@@ -182,6 +182,7 @@ class PpoSearch {
           target[k] = static_cast<std::uint32_t>(std::clamp<std::int64_t>(std::int64_t{target[k]} + act - 1, 0, size - 1));
         }
         roll.old_log_prob[col] = log_pi;
+        space.settle(target);  // knobs the moves made inactive take their values (SearchSpace::add_inactive)
         if (target == points[i]) {
           roll.rewards[col] = scores[i];
           continue;

@@ -6,7 +6,7 @@
 # may run beside it.
 #
 #   bench/conv2d_onednn.sh [BUILD_DIR]        default build
-#   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 OUT=DIR bench/conv2d_onednn.sh build-avx2
+#   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 SEED=1 OUT=DIR bench/conv2d_onednn.sh build-avx2
 #
 # For the AVX2 path on an AVX-512 host, use a -DTUNEKIT_MARCH=x86-64-v3 build and cap oneDNN:
 # ONEDNN_MAX_CPU_ISA=AVX2 (docs/performance.md).
@@ -19,15 +19,16 @@ tuner=${TUNER:-autotvm}
 budget=${BUDGET:-1500}
 seconds=${SECONDS_PER_LAYER:-60}
 runs=${RUNS:-51}
+seed=${SEED:-1}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 echo "conv2d_onednn: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
-  "tuner $tuner, budget $budget, $seconds s, $runs runs per comparison; logs in $out"
+  "tuner $tuner, budget $budget, $seconds s, $runs runs per comparison, seed $seed; logs in $out"
 printf '| layer | tunekit GFLOPS | oneDNN GFLOPS | vs oneDNN | ratios | oneDNN kernel |\n|---|---|---|---|---|---|\n'
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 for layer in $layers; do
   log="$out/C$layer.jsonl"
-  args=(--layer "$layer" --tuner "$tuner" --budget "$budget" --seconds "$seconds" --runs "$runs" --log "$log"
+  args=(--layer "$layer" --tuner "$tuner" --budget "$budget" --seconds "$seconds" --runs "$runs" --seed "$seed" --log "$log"
         --curve "$out/C${layer}_curve.csv")
   : >"$out/C$layer.txt"
   for pass in 1 2 3; do

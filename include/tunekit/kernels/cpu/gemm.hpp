@@ -114,7 +114,7 @@ namespace detail {
 /// then spills accumulators inside the loop, which is worse than the loads. Unrolled 4 or 8
 /// times, g++ 12 spills held rows of B too (6 x 2 with AVX2); those unrolls keep the plain load.
 /// tests/kernels/register_tiles.sh checks the kernels that hold it (their multiply-adds read no
-/// memory operand) with the same rule.
+/// memory operand), listed by this function (tests/kernels/register_tile_names.cpp).
 constexpr bool micro_kernel_holds_b(int mr, int nv, int unroll) noexcept {
   return mr > 1 && unroll <= 2 && !(unroll > 1 && nv > 1 && register_tile_registers(mr, nv) >= vector_registers);
 }

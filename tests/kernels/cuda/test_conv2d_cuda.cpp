@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,15 +36,40 @@ TEST_CASE("cuda conv2d: the space respects the limits, has no duplicates, and th
       CHECK(g.grid[0] * v["BX"] >= odd_stride2.out_w());
       CHECK(g.grid[1] * v["BY"] >= odd_stride2.out_h());
       CHECK(g.grid[2] * v["KPT"] >= odd_stride2.batch * odd_stride2.out_channels);
-      CHECK(v["BM"] == 16);  // the other algorithm's knobs are fixed
+      CHECK(v["BM"] == 64);  // the other algorithm's knobs are inactive, at their one value
+      CHECK(v["TM"] == 4);
     } else {
       CHECK((v["BM"] + v["BN"]) * v["BK"] * 4 * (v["DBUF"] ? 2 : 1) <= 48 * 1024);
       CHECK(g.grid[0] * v["BN"] >= odd_stride2.batch * odd_stride2.out_h() * odd_stride2.out_w());
       CHECK(g.grid[1] * v["BM"] >= odd_stride2.out_channels);
-      CHECK(v["BX"] == 4);
+      CHECK(v["BX"] == 32);
+      CHECK(v["KPT"] == 1);
     }
   }
   CHECK(algos.size() == 2);
+}
+
+TEST_CASE("cuda conv2d: one step of ALGO switches algorithm, either way (the other's knobs inactive)") {
+  const auto space = cu::conv2d_space(resnet_c2);
+  const std::size_t algo = space.knob_index("ALGO");
+  tunekit::Rng rng(5);
+  std::size_t crossed[2] = {0, 0};
+  for (int i = 0; i < 200; ++i) {
+    const tunekit::Config c = space.sample(rng);
+    const auto n = space.neighbours(c);
+    const auto other = std::find_if(n.begin(), n.end(), [&](const tunekit::Config& x) { return x[algo] != c[algo]; });
+    REQUIRE(other != n.end());  // every config has a neighbour of the other algorithm
+    const auto v = space.view(*other);
+    if (v["ALGO"] == 0) {
+      CHECK(v["BM"] == 64);
+      CHECK(v["BX"] * v["BY"] >= 32);
+    } else {
+      CHECK(v["BX"] == 32);
+    }
+    ++crossed[v["ALGO"]];
+  }
+  CHECK(crossed[0] > 0);
+  CHECK(crossed[1] > 0);
 }
 
 TEST_CASE("cuda conv2d: 50 random valid configs compile with NVRTC (compute_90)") {

@@ -10,8 +10,9 @@
 /// - implicit GEMM: the product Y (K x N*P*Q) = W (K x C*R*S) * im2col(X) (C*R*S x N*P*Q) with
 ///   the tiled product of tiled_gemm.hpp (BM, BN, BK, TM, TN, DBUF), im2col computed in the
 ///   loads (never stored).
-/// The knobs of the algorithm not chosen are fixed to their first values by a constraint, so
-/// the space has no duplicate configs.
+/// The knobs of the algorithm not chosen are inactive (SearchSpace::add_inactive): held at one
+/// value that is valid for their own algorithm, so the space has no duplicate configs and one
+/// step of ALGO moves between the algorithms.
 
 #include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tunekit::cuda {
@@ -163,7 +165,9 @@ inline std::string conv2d_source() {
 /// The search space of the conv2d of a shape: ALGO (direct, implicit_gemm); for direct BX
 /// (4..32), BY (1..16), KPT (1..16) and DSMEM; for implicit GEMM the tiled product's BM, BN, BK,
 /// TM, TN, DBUF. Constraints: threads per block within [32, limits.max_threads], shared memory
-/// within limits.max_shared, the tiles divide evenly among the threads, KPT <= out_channels.
+/// within limits.max_shared, the tiles divide evenly among the threads, KPT <= out_channels; the
+/// other algorithm's knobs inactive (direct: BM = BN = 64, BK = 8, TM = TN = 4, DBUF 0;
+/// implicit GEMM: BX = 32, BY = 1, KPT = 1, DSMEM 0).
 inline SearchSpace conv2d_space(const Conv2dShape& shape, const SpaceLimits& limits = {}) {
   shape.validate();
   limits.validate();
@@ -187,12 +191,14 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape, const SpaceLimits& lim
   s.add_constraint("direct: DSMEM needs KPT * R * S * 4 <= MAX_SHARED", [direct](const ConfigView& c) {
     return !direct(c) || !c["DSMEM"] || c["KPT"] * c["CONV_R"] * c["CONV_S"] * 4 <= c["MAX_SHARED"];
   });
-  s.add_constraint("direct: implicit-GEMM knobs at their first values", [direct](const ConfigView& c) {
-    return !direct(c) || (c["BM"] == 16 && c["BN"] == 16 && c["BK"] == 8 && c["TM"] == 1 && c["TN"] == 1 && c["DBUF"] == 0);
-  });
-  s.add_constraint("implicit_gemm: direct knobs at their first values", [direct](const ConfigView& c) {
-    return direct(c) || (c["BX"] == 4 && c["BY"] == 1 && c["KPT"] == 1 && c["DSMEM"] == 0);
-  });
+  // The other algorithm's knobs are inactive (SearchSpace::add_inactive), held at values that
+  // are valid for their own algorithm, so that one step of ALGO crosses either way: a direct
+  // config holds the 64 x 64 x 8 tile of 4 x 4 per thread (256 threads), an implicit-GEMM
+  // config the 32 x 1 block of one output channel per thread without DSMEM.
+  for (const auto& [knob, value] : {std::pair{"BM", "64"}, {"BN", "64"}, {"BK", "8"}, {"TM", "4"}, {"TN", "4"}, {"DBUF", "0"}})
+    s.add_inactive(knob, value, "ALGO == direct", direct);
+  for (const auto& [knob, value] : {std::pair{"BX", "32"}, {"BY", "1"}, {"KPT", "1"}, {"DSMEM", "0"}})
+    s.add_inactive(knob, value, "ALGO == implicit_gemm", [direct](const ConfigView& c) { return !direct(c); });
   return s;
 }
 

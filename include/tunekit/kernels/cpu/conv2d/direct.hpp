@@ -296,23 +296,16 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       const std::size_t sw = s_.stride_w;
       std::size_t x = 0;
       if (sw == 2 && cb % V == 0 && cn == cb) {
-        // simd_width columns of simd_width channels at a time from two vectors of each channel
-        // (their even lanes), transposed; the last, narrower block of a row from partial loads
-        // of what is left of each row.
-        for (; x < ow_; x += V) {
-          const std::size_t cols = std::min(V, ow_ - x), left = W - 2 * x;  // input columns left
-          for (std::size_t g = 0; g < cb; g += V) {
-            vfloat v[simd_width];
-            for (std::size_t c = 0; c < V; ++c) {
-              const float* p = src + (g + c) * H * W + 2 * x;
-              const vfloat lo = left >= V ? load(p) : load_first(p, left);
-              const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
-              v[c] = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
-            }
-            detail::transpose(v);
-            for (std::size_t q = 0; q < cols; ++q) store(d + (x + q) * cb + g, v[q]);
-          }
-        }
+        // Each vector from two vectors of the channel's row (their even lanes); near the row's end
+        // from partial loads of what is left of it.
+        pack_transposed(d, ow_, [&](std::size_t c, std::size_t x0, std::size_t) {
+          const float* p = src + c * H * W + 2 * x0;
+          const std::size_t left = W - 2 * x0;  // input columns left
+          const vfloat lo = left >= V ? load(p) : load_first(p, left);
+          const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
+          return detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+        });
+        x = ow_;
       }
       for (std::size_t c = 0; c < cn; ++c)
         for (std::size_t xx = x; xx < ow_; ++xx) d[xx * cb + c] = src[c * H * W + xx * sw];
@@ -324,23 +317,32 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
     std::size_t iw = 0;
     if (cb % V == 0 && cn == cb) {
-      // simd_width x simd_width blocks (channels x columns): load, transpose, store; the last,
-      // narrower block of a row from partial loads of what is left of each row.
-      for (; iw < W; iw += V) {
-        const std::size_t cols = std::min(V, W - iw);
-        for (std::size_t g = 0; g < cb; g += V) {
-          vfloat v[simd_width];
-          for (std::size_t c = 0; c < V; ++c) {
-            const float* p = src + (g + c) * H * W + iw;
-            v[c] = cols == V ? load(p) : load_first(p, cols);
-          }
-          detail::transpose(v);
-          for (std::size_t q = 0; q < cols; ++q) store(d + (iw + q) * cb + g, v[q]);
-        }
-      }
+      // Each vector loaded from the channel's row; the last, narrower one a partial load.
+      pack_transposed(d, W, [&](std::size_t c, std::size_t x0, std::size_t cols) {
+        const float* p = src + c * H * W + x0;
+        return cols == V ? load(p) : load_first(p, cols);
+      });
+      iw = W;
     }
     for (std::size_t c = 0; c < cn; ++c)
       for (std::size_t x = iw; x < W; ++x) d[x * cb + c] = src[c * H * W + x];
+  }
+
+  // Columns [0, width) of one row of the NCHW[cb]c copy at d, in blocks of simd_width channels x
+  // simd_width columns: read(c, x0, cols) gives channel c's columns x0 to x0 + cols - 1 (cols <=
+  // simd_width) as a vector, and each block is transposed and stored.
+  template <class Read>
+  void pack_transposed(float* d, std::size_t width, Read read) const {
+    constexpr auto V = static_cast<std::size_t>(simd_width);
+    for (std::size_t x0 = 0; x0 < width; x0 += V) {
+      const std::size_t cols = std::min(V, width - x0);
+      for (std::size_t g = 0; g < cb_; g += V) {
+        vfloat v[simd_width];
+        for (std::size_t c = 0; c < V; ++c) v[c] = read(g + c, x0, cols);
+        detail::transpose(v);
+        for (std::size_t q = 0; q < cols; ++q) store(d + (x0 + q) * cb_ + g, v[q]);
+      }
+    }
   }
 
   // Copies the input window of one tile (the channels of chunk j, kernel_h rows, span columns)

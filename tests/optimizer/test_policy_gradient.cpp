@@ -112,6 +112,32 @@ TEST_CASE("the PPO search is deterministic per seed and proposes valid unvisited
   CHECK(score(std::span<const Config>(a).first(1))[0] >= -1.0);
 }
 
+TEST_CASE("PPO's repair settles each step, so a repaired move can switch layout and make knobs inactive") {
+  // blk is used by the blocked layout only (inactive at 1 in plain); u must stay at most 1. From
+  // (blocked, blk 8, u 0) the target (plain, blk 1, u 3) is invalid (u). The repair tries the
+  // three knobs' moves in a random order: u's is never valid, and the layout's, settled (blk
+  // goes to 1 with it), is valid whatever came before, so every repair lands on (plain, 1, 0).
+  // Without settling, the layout's step alone (plain, blk 8) breaks the inactive constraint and
+  // is kept only where blk's step came first: in half of the orders.
+  SearchSpace s;
+  s.add(tunekit::Knob::categorical("layout", {"plain", "blocked"}))
+      .add(tunekit::Knob::power_of_two("blk", 1, 8))
+      .add(tunekit::Knob::range("u", 0, 3));
+  s.add_inactive("blk", "1", "layout == plain", [](const tunekit::ConfigView& v) { return v["layout"] == 0; });
+  s.add_constraint("u <= 1", [](const tunekit::ConfigView& v) { return v["u"] <= 1; });
+  const Config from{1, 3, 0}, to{0, 0, 3};
+  REQUIRE(s.is_valid(from));
+  REQUIRE(!s.is_valid(to));
+  tunekit::Rng rng(4);
+  std::vector<std::size_t> order;
+  for (int i = 0; i < 40; ++i) CHECK(tunekit::PpoSearch::repair(s, from, to, order, rng) == Config{0, 0, 0});
+  // A target none of whose steps is valid: the walker stays.
+  SearchSpace t;
+  t.add(tunekit::Knob::range("a", 0, 3)).add(tunekit::Knob::range("b", 0, 3));
+  t.add_constraint("a == b", [](const tunekit::ConfigView& v) { return v["a"] == v["b"]; });
+  CHECK(tunekit::PpoSearch::repair(t, Config{1, 1}, Config{2, 0}, order, rng) == Config{1, 1});
+}
+
 TEST_CASE("PPO with the k-means sampler measures less than a plan per round") {
   const SearchSpace s = grid4();
   tunekit::History h;

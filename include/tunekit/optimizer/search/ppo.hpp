@@ -233,6 +233,30 @@ class PpoSearch {
   double mean_reward() const noexcept { return mean_reward_; }
   std::size_t updates() const noexcept { return updates_; }
 
+  /// The repair of a move that breaks a constraint: the knobs' moves from `from` (valid) towards
+  /// `to` applied one at a time in a random order, each kept when the config, settled
+  /// (SearchSpace::settle: the knobs a move makes inactive take their values), stays valid. So a
+  /// move between layouts that makes knobs inactive is kept (where a lone step to the layout
+  /// would leave them at values its constraints forbid). Returns `from` when no move can be kept.
+  /// `order` is scratch space.
+  static Config repair(const SearchSpace& space, const Config& from, const Config& to, std::vector<std::size_t>& order,
+                       Rng& rng) {
+    order.clear();
+    for (std::size_t k = 0; k < from.size(); ++k)
+      if (from[k] != to[k]) order.push_back(k);
+    for (std::size_t i = 0; i + 1 < order.size(); ++i)
+      std::swap(order[i], order[i + uniform_index(rng, order.size() - i)]);
+    Config c = from, step;
+    for (std::size_t k : order) {
+      if (c[k] == to[k]) continue;  // settled there by an earlier step
+      step = c;
+      step[k] = to[k];
+      space.settle(step);
+      if (space.is_valid(step)) c = step;
+    }
+    return c;
+  }
+
  private:
   // The transitions of one horizon, step-major: column t * walkers + i is walker i at step t.
   struct Rollout {
@@ -257,22 +281,6 @@ class PpoSearch {
     return s;
   }
 
-  // The knobs' moves from `from` towards `to` applied one at a time in a random order, each kept
-  // when the config stays valid.
-  static Config repair(const SearchSpace& space, const Config& from, const Config& to, std::vector<std::size_t>& order,
-                       Rng& rng) {
-    order.clear();
-    for (std::size_t k = 0; k < from.size(); ++k)
-      if (from[k] != to[k]) order.push_back(k);
-    for (std::size_t i = 0; i + 1 < order.size(); ++i)
-      std::swap(order[i], order[i + uniform_index(rng, order.size() - i)]);
-    Config c = from;
-    for (std::size_t k : order) {
-      c[k] = to[k];
-      if (!space.is_valid(c)) c[k] = from[k];
-    }
-    return c;
-  }
 
   // GAE over the rollout (bootstrapped with `last_values`, the values of the states after its
   // last step), then `epochs` passes of minibatch Adam on the PPO loss.

@@ -19,14 +19,14 @@ cd "$(dirname "$0")/.."
 out=${1:-build/search_efficiency}
 datasets=${TUNEKIT_DATASETS:-../shared/datasets}
 replay=build/tools/tunekit-replay
-tuners=${TUNERS:-tpe-local tpe-gp random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
+tuners=${TUNERS:-tpe-local tpe-gp tpe-gp-rf random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
 plans=${PLANS:-64 32}
 mkdir -p "$out"
 for csv in "$datasets"/*.csv; do
   name=$(basename "$csv" .csv)
   for plan in $plans; do
     for tuner in $tuners; do
-      # random search, tpe-local and tpe-gp choose their own batches: one run, at plan size 64.
+      # random search and the tpe-* presets choose their own batches: one run, at plan size 64.
       if [[ ($tuner == random || $tuner == tpe-*) && $plan != 64 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue

@@ -23,11 +23,12 @@ struct PresetInfo {
 };
 
 /// Every preset with_preset accepts, in the order --help lists them (presets.hpp has their
-/// types: TpeLocalTuner, TpeGpTuner, RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
+/// types: TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
 /// RfEiCsaTuner, ChameleonTuner, SaAsTuner, PpoTuner).
-inline constexpr std::array<PresetInfo, 11> preset_infos{{
+inline constexpr std::array<PresetInfo, 12> preset_infos{{
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
+    {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
     {"random", "random search without replacement"},
     {"grid", "every valid config in lexicographic order"},
     {"autotvm", "AutoTVM's XGBTuner: boosted trees, simulated annealing"},
@@ -90,6 +91,7 @@ template <class F>
 decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "tpe-local") return f.template operator()<TpeLocalTuner>();
   if (name == "tpe-gp") return f.template operator()<TpeGpTuner>();
+  if (name == "tpe-gp-rf") return f.template operator()<TpeGpRfTuner>();
   if (name == "random") return f.template operator()<RandomSearchTuner>();
   if (name == "grid") return f.template operator()<GridSearchTuner>();
   if (name == "autotvm") return f.template operator()<AutoTvmTuner>();

@@ -42,6 +42,19 @@ static_assert(Optimizer<TreeParzenGpStart>);
 /// the needle optima of rough ones (docs/performance.md, "the Gaussian-process start").
 using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpStart, Deterministic>;
 
+/// TreeParzen whose first 40 trials after the start are picked in turns by a random forest and a
+/// Gaussian process (TreeParzenParams::gp_trials, forest_turns): the optimizer of TpeGpRfTuner.
+struct TreeParzenGpRfStart : TreeParzen {
+  TreeParzenGpRfStart() : TreeParzen(TreeParzenParams{.gp_trials = 40, .forest_turns = true}) {}
+};
+static_assert(Optimizer<TreeParzenGpRfStart>);
+
+/// tpe-local whose picks up to 40 measured configs come in turns from a random forest's and a
+/// Gaussian process's expected improvement: the trees' knob interactions for rough spaces, the
+/// smooth trend for smooth ones (docs/performance.md, "the forest and the Gaussian process in
+/// turns").
+using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfStart, Deterministic>;
+
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.
 using AutoTvmTuner = Tuner<GradientBoostedTrees, PredictedMean, SimulatedAnnealing, Deterministic>;

@@ -63,7 +63,7 @@ def test_space_errors_carry_the_cpp_messages():
         tk.Tuner(tk.SearchSpace())
     with pytest.raises(ValueError, match=r"^Budget: trials must be at least 1$"):
         tk.Tuner(s, trials=0)
-    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, tpe-gp, random, "):
+    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, tpe-gp, tpe-gp-rf, random, "):
         tk.Tuner(s, "nope")
     empty = tk.SearchSpace().add_range("x", 0, 3)
     empty.add_constraint("nothing", lambda v: False)

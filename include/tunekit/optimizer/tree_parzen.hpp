@@ -3,13 +3,15 @@
 /// TreeParzen: tunekit's own search. A space-filling start over the constrained space, then a
 /// multivariate tree-structured Parzen estimator (TPE) whose candidates are its own draws and the
 /// neighbourhoods of the best configs, with failures modelled by a density of their own; as an
-/// option, a Gaussian process picks the first configs after the start.
+/// option, a Gaussian process (alone, or in turns with a random forest) picks the first configs
+/// after the start.
 
 #include "tunekit/acquisition/expected_improvement.hpp"
 #include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/optimizer/draw_unvisited.hpp"
 #include "tunekit/stats/parzen.hpp"
 #include "tunekit/surrogate/gaussian_process.hpp"
+#include "tunekit/surrogate/random_forest.hpp"
 
 #include <Eigen/Core>
 
@@ -63,6 +65,14 @@ struct TreeParzenParams {
   /// (docs/performance.md, "the Gaussian-process start"). The preset `tpe-gp` sets 40.
   std::size_t gp_trials = 0;
   std::size_t gp_pool = 256;
+  /// The model start in turns (with gp_trials > 0): the rounds with an even number of measured
+  /// configs pick by a RandomForest instead of the Gaussian process (the same candidates, the
+  /// same EI(x) P(ok | x) on the log times): `forest_trees` bagged regression trees, every
+  /// feature tried at each split, the jackknife variance. The trees split on one knob at a time
+  /// and model the interactions of a few knobs that a rough space's fastest configs need; the
+  /// Gaussian process models a smooth trend. The preset `tpe-gp-rf` sets it.
+  bool forest_turns = false;
+  std::size_t forest_trees = 50;
   /// Kernel widths of the densities.
   ParzenParams parzen{};
 
@@ -74,6 +84,8 @@ struct TreeParzenParams {
     if (samples == 0 && incumbents == 0)
       throw std::invalid_argument("TreeParzenParams: samples and incumbents cannot both be 0");
     if (batch_growth == 0) throw std::invalid_argument("TreeParzenParams: batch_growth must be at least 1");
+    if (forest_turns && forest_trees < 2)
+      throw std::invalid_argument("TreeParzenParams: forest_trees must be at least 2");
     parzen.validate();
   }
 };
@@ -82,8 +94,10 @@ struct TreeParzenParams {
 struct TreeParzenRound {
   /// Whether the configs came from the space-filling start (else from the densities).
   bool design = true;
-  /// Whether the pick came from the Gaussian-process start (TreeParzenParams::gp_trials).
+  /// Whether the pick came from the Gaussian-process start (TreeParzenParams::gp_trials), and
+  /// whether its random forest picked it (TreeParzenParams::forest_turns).
   bool gaussian_process = false;
+  bool forest = false;
   /// Sizes of the good and the other group, and failures modelled.
   std::size_t good = 0, bad = 0, failed = 0;
   /// Candidates scored: drawn from l(x), and neighbours of the incumbents.
@@ -127,7 +141,8 @@ struct TreeParzenRound {
 ///    3. and `gp_pool` random unvisited ones, EI of a GaussianProcess on the log times of the
 ///    successful configs (features: the knobs' value positions over their range for ordered
 ///    knobs, one-hot scaled by 1/sqrt 2 for the others, so that any one-knob change of a
-///    categorical knob is distance 1 like an end-to-end move of an ordered one).
+///    categorical knob is distance 1 like an end-to-end move of an ordered one). With
+///    `forest_turns`, every other such round a RandomForest on the same features picks instead.
 ///
 /// The source statistics are the optimizer's only state besides its parameters; an exact resume
 /// (re-execution) rebuilds them.
@@ -239,7 +254,8 @@ class TreeParzen {
     }
     if (gp_round && m > 0) {
       last_.gaussian_process = true;
-      out.push_back(cands[gaussian_process_pick(ctx.space, ok, successes, cands, log_ok)]);
+      last_.forest = params_.forest_turns && ctx.history.size() % 2 == 0;
+      out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, rng)]);
       return out;
     }
     std::vector<double> log_l(m), g_sum(m);
@@ -331,17 +347,26 @@ class TreeParzen {
     }
   }
 
-  // The Gaussian-process start's pick: the candidate of largest log EI + log P(ok), EI of the
-  // model's log time below the best log time measured (measured times are positive: Measurement).
-  static std::size_t gaussian_process_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
-                                           const std::vector<Config>& successes, const std::vector<Config>& cands,
-                                           const std::vector<double>& log_ok) {
+  // The model start's pick: the candidate of largest log EI + log P(ok), EI of the model's
+  // (the Gaussian process's, or the forest's) log time below the best log time measured
+  // (measured times are positive: Measurement).
+  std::size_t model_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
+                         const std::vector<Config>& successes, const std::vector<Config>& cands,
+                         const std::vector<double>& log_ok, bool forest, Rng& rng) const {
     Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
     for (std::size_t i = 0; i < ok.size(); ++i) y(static_cast<Eigen::Index>(i)) = std::log(ok[i]->measurement.mean);
-    GaussianProcess gp;
-    gp.fit(gp_features(space, successes), y);
     Eigen::VectorXd mean, sd;
-    gp.predict(gp_features(space, cands), mean, sd);
+    if (forest) {
+      RandomForest rf({.n_trees = params_.forest_trees, .max_features = 1.0});
+      rf.fit(model_features(space, successes), y, rng);
+      rf.predict(model_features(space, cands), mean, sd);
+      // The jackknife variance is 0 where the trees agree: a floor keeps EI ordered by the mean.
+      sd = sd.cwiseMax(1e-9);
+    } else {
+      GaussianProcess gp;
+      gp.fit(model_features(space, successes), y);
+      gp.predict(model_features(space, cands), mean, sd);
+    }
     const double best = y.minCoeff();
     std::size_t pick = 0;
     double pick_score = -std::numeric_limits<double>::infinity();
@@ -358,9 +383,9 @@ class TreeParzen {
     return pick;
   }
 
-  // The Gaussian process's features: per knob of more than one value, its value's position over
+  // The models' features: per knob of more than one value, its value's position over
   // the range (ordered knobs) or one-hot scaled by 1/sqrt 2 (the others).
-  static Eigen::MatrixXd gp_features(const SearchSpace& space, const std::vector<Config>& configs) {
+  static Eigen::MatrixXd model_features(const SearchSpace& space, const std::vector<Config>& configs) {
     std::size_t columns = 0;
     for (std::size_t k = 0; k < space.dimensions(); ++k) {
       const Knob& knob = space.knob(k);

@@ -281,7 +281,6 @@ class PpoSearch {
     return s;
   }
 
-
   // GAE over the rollout (bootstrapped with `last_values`, the values of the states after its
   // last step), then `epochs` passes of minibatch Adam on the PPO loss.
   void learn(const Rollout& roll, const Eigen::RowVectorXd& last_values, Rng& rng) {

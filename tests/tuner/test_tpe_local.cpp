@@ -23,9 +23,11 @@ struct AtBudgets {
 };
 
 // Median over seeds 0..14 of the score (the tuner's own pick, replay_score.hpp) after 50 and 100
-// measured configs, plan_size 32, each preset with its own evaluator.
+// measured configs, plan_size 32, each preset with its own evaluator. One thread: the runs do not
+// depend on the thread count, and ctest runs tests side by side.
 template <class TunerT>
 AtBudgets medians_at_budgets(tunekit::ReplayKernel& k) {
+  const tunekit::test::OmpThreads one(1);
   std::vector<double> s50, s100;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
     TunerT t(k.space(), {.budget = {.trials = 100}, .plan_size = 32});
@@ -42,11 +44,12 @@ struct Table {
   AtBudgets tpe, autotvm, adatune, chameleon;
 };
 
+tunekit::ReplayKernel load(const std::string& name) {
+  return tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
+}
+
 template <class TpeT>
-Table table(const std::string& name, const char* tpe_name) {
-  auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
-  // One thread: the runs do not depend on the thread count, and ctest runs tests side by side.
-  const tunekit::test::OmpThreads one(1);
+Table table(tunekit::ReplayKernel& k, const std::string& name, const char* tpe_name) {
   const Table t{medians_at_budgets<TpeT>(k), medians_at_budgets<tunekit::AutoTvmTuner>(k),
                 medians_at_budgets<tunekit::AdaTuneTuner>(k), medians_at_budgets<tunekit::ChameleonTuner>(k)};
   MESSAGE(name << ": median score at 50 / 100: " << tpe_name << " " << t.tpe.at50 << " / " << t.tpe.at100
@@ -72,17 +75,17 @@ void check_ahead(const AtBudgets& tpe, const Table& t, double margin50, double m
 // Chameleon hold the same config (the second best of the space) in the median run.
 
 TEST_CASE("tpe-local beats the presets at 50 and 100 on convolution_A4000, and so does tpe-gp-rf") {
-  const Table t = table<tunekit::TpeLocalTuner>("convolution_A4000", "tpe-local");
+  auto k = load("convolution_A4000");
+  const Table t = table<tunekit::TpeLocalTuner>(k, "convolution_A4000", "tpe-local");
   check_ahead(t.tpe, t, 0.15, 0.15);
-  const tunekit::test::OmpThreads one(1);
-  auto k = tunekit::ReplayKernel::from_csv(datasets + "/convolution_A4000.csv");
   const AtBudgets gprf = medians_at_budgets<tunekit::TpeGpRfTuner>(k);
   MESSAGE("convolution_A4000: tpe-gp-rf " << gprf.at50 << " / " << gprf.at100);
   check_ahead(gprf, t, 0.15, 0.15);
 }
 
 TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level at 100") {
-  const Table t = table<tunekit::TpeLocalTuner>("convolution_A100", "tpe-local");
+  auto k = load("convolution_A100");
+  const Table t = table<tunekit::TpeLocalTuner>(k, "convolution_A100", "tpe-local");
   check_ahead(t.tpe, t, 0.10, 0.0);
 }
 
@@ -91,7 +94,8 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 // convolution_A4000 tpe-gp-rf 0.965 / 0.989. (On convolution_A100 its median run holds 0.679 at
 // 100, below Chameleon's and AutoTVM's: docs/performance.md.)
 TEST_CASE("tpe-gp-rf beats the presets at 50 and 100 on gemm_RTX_3090") {
-  const Table t = table<tunekit::TpeGpRfTuner>("gemm_RTX_3090", "tpe-gp-rf");
+  auto k = load("gemm_RTX_3090");
+  const Table t = table<tunekit::TpeGpRfTuner>(k, "gemm_RTX_3090", "tpe-gp-rf");
   check_ahead(t.tpe, t, 0.05, 0.01);
 }
 
@@ -127,7 +131,7 @@ TEST_CASE("tpe-gp finds fast configs sooner than tpe-local on the GEMM spaces") 
   const tunekit::test::OmpThreads one(1);
   for (const char* name : {"gemm_RTX_2080_Ti", "gemm_RTX_3090"}) {
     CAPTURE(name);
-    auto k = tunekit::ReplayKernel::from_csv(datasets + "/" + name + ".csv");
+    auto k = load(name);
     const AtSmallBudgets gp = found_means_small<tunekit::TpeGpTuner>(k);
     const AtSmallBudgets tpe = found_means_small<tunekit::TpeLocalTuner>(k);
     const AtSmallBudgets random = found_means_small<tunekit::RandomSearchTuner>(k);

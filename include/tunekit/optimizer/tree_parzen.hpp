@@ -50,6 +50,15 @@ struct TreeParzenParams {
   /// two of its knobs at once join the candidates instead (a wider neighbourhood, as in variable
   /// neighbourhood search: a local optimum of one-knob moves need not be one of two-knob moves).
   bool two_knob_moves = true;
+  /// When every Hamming neighbour of an incumbent was visited: for each of its one-knob moves that
+  /// is invalid (the knob's new value needs others to change with it, as a layout that leaves
+  /// knobs unused in a space that pins them by constraints), the unvisited valid config with that
+  /// value nearest the incumbent (fewest knobs changed) joins the candidates, before any
+  /// two-knob move: a local move across the constraints. Off by default (and in the presets):
+  /// measured, it helps recorded spaces whose layouts are islands and is level or a little
+  /// below elsewhere (docs/performance.md, "Recorded CPU spaces"). Scans the valid configs, in
+  /// spaces whose product SearchSpace enumerates (at most 2^22).
+  bool repair_moves = false;
   /// Trials per extra config in a batch: a round measures 1 + floor(trials / batch_growth)
   /// configs (at most what was asked), so batches grow as the model firms up.
   std::size_t batch_growth = 100;
@@ -126,7 +135,9 @@ struct TreeParzenRound {
 /// 3. Candidates: `samples` draws from l(x) (global moves, toward where the good configs are)
 ///    and the unvisited Hamming neighbours of the `incumbents` best configs (local moves: another
 ///    value of one knob), all valid and unvisited. Once an incumbent's Hamming neighbours are all
-///    visited, `samples` random moves of two of its knobs stand in for them (`two_knob_moves`).
+///    visited, the nearest valid configs across its invalid one-knob moves (`repair_moves`, off by
+///    default) or else `samples` random moves of two of its knobs stand in for them
+///    (`two_knob_moves`).
 /// 4. The mix: each pick comes from one source, global or local, chosen by Thompson sampling:
 ///    a draw from Beta(1 + hits, 1 + misses) per source, where a hit is a config of that source
 ///    that was measured and is in the good group at the next round; the source with the larger
@@ -223,6 +234,7 @@ class TreeParzen {
     for (std::size_t i = 0; i < std::min(params_.incumbents, ok.size()); ++i) {
       std::size_t found = 0;
       for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) found += consider(std::move(c), true);
+      if (found == 0 && params_.repair_moves) found = repair_moves(ctx, ok[i]->config, rng, consider);
       if (found == 0 && params_.two_knob_moves) found = two_knob_moves(ctx, ok[i]->config, rng, consider);
       last_.neighbours += found;
     }
@@ -432,6 +444,53 @@ class TreeParzen {
       ctx.space.settle(x);
       if (x != c && ctx.space.is_valid(x)) taken += consider(std::move(x), true);
     }
+    return taken;
+  }
+
+  // For each one-knob move (k, v) of `c` that is invalid, the unvisited valid configs with value
+  // v at k that differ from `c` in the fewest knobs (one of them, drawn uniformly when several
+  // tie), offered to `consider`; returns how many it took. Scans the valid configs (spaces whose
+  // product SearchSpace enumerates only).
+  template <class Consider>
+  std::size_t repair_moves(const SearchContext& ctx, const Config& c, Rng& rng, Consider& consider) const {
+    const SearchSpace& s = ctx.space;
+    if (s.product_size() > SearchSpace::enumeration_limit) return 0;
+    const std::size_t d = s.dimensions();
+    std::vector<std::size_t> offset(d + 1, 0);  // (k, v) -> offset[k] + v
+    for (std::size_t k = 0; k < d; ++k) offset[k + 1] = offset[k] + s.knob(k).size();
+    std::vector<char> blocked(offset[d], 0);
+    bool any = false;
+    for (std::size_t k = 0; k < d; ++k)
+      for (std::uint32_t v = 0; v < s.knob(k).size(); ++v) {
+        if (v == c[k]) continue;
+        Config x = c;
+        x[k] = v;
+        s.settle(x);
+        if (!s.is_valid(x)) {
+          blocked[offset[k] + v] = 1;
+          any = true;
+        }
+      }
+    if (!any) return 0;
+    std::vector<std::size_t> best(offset[d], d + 1), ties(offset[d], 0);
+    std::vector<std::uint64_t> pick(offset[d], 0);
+    std::vector<std::size_t> diff;
+    for (const std::uint64_t idx : s.valid_indices()) {
+      if (ctx.visited.contains(idx)) continue;
+      const Config x = s.from_index(idx);
+      diff.clear();
+      for (std::size_t k = 0; k < d; ++k)
+        if (x[k] != c[k]) diff.push_back(k);
+      for (const std::size_t k : diff) {
+        const std::size_t slot = offset[k] + x[k];
+        if (!blocked[slot] || diff.size() > best[slot]) continue;
+        if (diff.size() < best[slot]) best[slot] = diff.size(), ties[slot] = 0;
+        if (uniform_index(rng, ++ties[slot]) == 0) pick[slot] = idx;  // reservoir: uniform among ties
+      }
+    }
+    std::size_t taken = 0;
+    for (std::size_t slot = 0; slot < offset[d]; ++slot)
+      if (blocked[slot] && ties[slot] > 0) taken += consider(s.from_index(pick[slot]), true);
     return taken;
   }
 

@@ -2,7 +2,7 @@
 """Kernel Tuner's strategies on a recorded space, scored as shared/datasets/PEERS.md scores them.
 
     PYTHONPATH=../shared/vendor/kernel_tuner:../shared/vendor/python-constraint:../shared/vendor/meta \\
-        /usr/bin/python3 bench/kt_peers.py --dataset FILE.csv [--seeds 15] [--budget 400] [--strategies a,b]
+        /usr/bin/python3 bench/kt_peers.py --dataset FILE.csv [--seeds 25] [--budget 400] [--strategies a,b]
 
 The dataset (shared/datasets' format, e.g. one that examples/record_space wrote) becomes a Kernel
 Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a failed row
@@ -82,7 +82,7 @@ def evals_to(curves, level, budget):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", required=True)
-    ap.add_argument("--seeds", type=int, default=15)
+    ap.add_argument("--seeds", type=int, default=25)
     ap.add_argument("--budget", type=int, default=400)
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--json")

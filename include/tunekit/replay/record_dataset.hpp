@@ -11,6 +11,7 @@
 #include "tunekit/replay/replay_kernel.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace tunekit {
@@ -44,12 +46,13 @@ struct RecordOptions {
 
 namespace detail {
 
-/// One dataset field of a knob's value index: the number itself (a categorical knob's index).
-inline std::int64_t record_value(const Knob& k, std::size_t i) {
-  if (k.kind() == KnobKind::split)
-    throw std::invalid_argument("record_dataset: knob '" + k.name() +
-                                "' is a split knob, which a dataset column cannot hold");
-  return k.value(i);
+/// A dataset column holds a knob's numeric value (Knob::value: a categorical knob's index), which
+/// a split knob's first factor does not identify.
+inline void check_recordable(const SearchSpace& s) {
+  for (const auto& k : s.knobs())
+    if (k.kind() == KnobKind::split)
+      throw std::invalid_argument("record_dataset: knob '" + k.name() +
+                                  "' is a split knob, which a dataset column cannot hold");
 }
 
 inline std::string record_header(const SearchSpace& s) {
@@ -62,7 +65,7 @@ inline std::string record_header(const SearchSpace& s) {
 inline std::string record_row(const SearchSpace& s, const Config& c, const Measurement& m) {
   std::string row;
   char buf[64];
-  for (std::size_t i = 0; i < c.size(); ++i) row += std::to_string(record_value(s.knob(i), c[i])) + ",";
+  for (std::size_t i = 0; i < c.size(); ++i) row += std::to_string(s.knob(i).value(c[i])) + ",";
   for (const auto& k : s.constants()) row += std::to_string(k.value) + ",";
   if (!m.ok() || m.samples.empty()) return row + "inf,";
   double sum = 0.0;
@@ -82,22 +85,15 @@ inline Config record_config(const SearchSpace& s, std::string_view line, const s
   for (std::size_t i = 0; i < s.dimensions(); ++i) {
     const auto comma = line.find(',');
     if (comma == std::string_view::npos) throw DatasetError(where + ": too few fields");
-    const std::string field(line.substr(0, comma));
+    const std::string_view field = line.substr(0, comma);
     line.remove_prefix(comma + 1);
-    std::int64_t v = 0;
-    try {
-      std::size_t pos = 0;
-      v = std::stoll(field, &pos);
-      if (pos != field.size()) throw std::invalid_argument(field);
-    } catch (const std::exception&) {
-      throw DatasetError(where + ": knob " + s.knob(i).name() + " is not an integer: '" + field + "'");
-    }
     const Knob& k = s.knob(i);
-    std::size_t idx = k.index_of(v);
-    if (k.kind() == KnobKind::categorical)  // the value is the index
-      idx = v >= 0 && static_cast<std::uint64_t>(v) < k.size() ? static_cast<std::size_t>(v) : k.size();
-    if (idx >= k.size())
-      throw DatasetError(where + ": knob " + k.name() + " has no value " + field);
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (ec != std::errc() || end != field.data() + field.size())
+      throw DatasetError(where + ": knob " + k.name() + " is not an integer: '" + std::string(field) + "'");
+    const std::size_t idx = k.index_of(v);  // a categorical knob's values are its indices
+    if (idx >= k.size()) throw DatasetError(where + ": knob " + k.name() + " has no value " + std::string(field));
     c[i] = static_cast<std::uint32_t>(idx);
   }
   return c;
@@ -139,7 +135,7 @@ inline std::vector<std::uint64_t> record_selection(const SearchSpace& s, const R
 template <Kernel K>
 std::size_t record_dataset(K& kernel, const std::filesystem::path& path, const RecordOptions& options = {}) {
   const SearchSpace& s = kernel.space();
-  for (const auto& k : s.knobs()) (void)detail::record_value(k, 0);
+  detail::check_recordable(s);
   const std::vector<std::uint64_t> selection = record_selection(s, options);
   if (selection.empty()) throw std::invalid_argument("record_dataset: no valid configuration is selected");
   const std::string header = detail::record_header(s);

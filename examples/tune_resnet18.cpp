@@ -37,7 +37,7 @@ double-precision reference. Prints the objective after every slot and each layer
 options:
   --scheduler NAME  sequential, round-robin, random, flop, bandit, bandit-epsilon,
                     bandit-softmax, gradient (docs/concepts.md)             [gradient]
-  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):         [tpe-local]
+  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):         [tpe-gp-rf]
 )";
 
 const char* const usage_tail = R"(  --budget T        configurations to measure, all layers together          [1200]
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tunekit::preset_help(20) + usage_tail);
   Setup s;
   s.scheduler = cl.text("--scheduler", "gradient");
-  s.tuner = cl.text("--tuner", "tpe-local");
+  s.tuner = cl.text("--tuner", std::string(tunekit::default_preset));
   s.budget = cl.count("--budget", 1200);
   s.seconds = cl.real("--seconds", 150);
   s.slot = cl.count("--slot", 16);

@@ -62,7 +62,7 @@ class MpiRun {
 };
 
 struct TuningSetup {
-  std::string tuner = "tpe-local";
+  std::string tuner{tunekit::default_preset};
   std::size_t budget = 500;
   double seconds = 150;
   std::size_t plan_size = 32;
@@ -85,10 +85,10 @@ struct TuningSetup {
   std::size_t confirm = 5;
 };
 
-/// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (tpe-local),
+/// The defaults of the CUDA tuning programs (tune_gemm_cuda, tune_conv2d_cuda): tunekit's search (default_preset),
 /// 300 configurations or 300 s; a measurement over 10 s is a timeout.
 inline const TuningSetup cuda_tuning_defaults{
-    .tuner = "tpe-local",
+    .tuner = std::string(tunekit::default_preset),
     .budget = 300,
     .seconds = 300,
     .evaluator = {.warmup = 1, .repeat = 5, .timeout_seconds = 10.0},

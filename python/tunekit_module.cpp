@@ -604,7 +604,7 @@ PYBIND11_MODULE(_tunekit, m) {
              if (log) t->log = std::make_unique<tunekit::RecordWriter>(*log);
              return t;
            }),
-           py::arg("space"), py::arg("preset") = "tpe-local", py::kw_only(), py::arg("trials") = 1000,
+           py::arg("space"), py::arg("preset") = std::string(tunekit::default_preset), py::kw_only(), py::arg("trials") = 1000,
            py::arg("seconds") = std::numeric_limits<double>::infinity(), py::arg("plan_size") = 64,
            py::arg("seed") = 0, py::arg("task") = "", py::arg("device") = "", py::arg("log") = py::none())
       .def_readonly("preset", &PyTuner::preset)
@@ -685,9 +685,10 @@ PYBIND11_MODULE(_tunekit, m) {
     out.score = std::move(trace.score);
     out.found = std::move(trace.found);
     return out;
-  }, py::arg("kernel"), py::arg("preset") = "tpe-local", py::arg("budget") = 400, py::arg("seed") = 0,
+  }, py::arg("kernel"), py::arg("preset") = std::string(tunekit::default_preset), py::arg("budget") = 400, py::arg("seed") = 0,
      py::arg("plan_size") = 64, "One run of tunekit-replay: the preset on a recorded space with this seed");
 
+  m.attr("DEFAULT_PRESET") = std::string(tunekit::default_preset);
   m.def("preset_names", [] {
     std::vector<std::string> n;
     for (const auto& p : tunekit::preset_infos) n.emplace_back(p.name);

@@ -44,7 +44,7 @@ runs the same command line, e.g. mpirun -np 5 tunekit-replay --dataset FILE.csv.
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
                          Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
-  --tuner NAME           tuner preset (docs/concepts.md):                      [tpe-local]
+  --tuner NAME           tuner preset (docs/concepts.md):                      [tpe-gp-rf]
 )";
 
 const char* const usage_tail = R"(  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
@@ -161,7 +161,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.slot = cl.count("--slot", 16);
   a.weights = number_list(cl, "--weights", a.datasets.size(), 1.0);
   a.flops = number_list(cl, "--flops", a.datasets.size(), 0.0);
-  a.tuner = cl.text("--tuner", "tpe-local");
+  a.tuner = cl.text("--tuner", std::string(tunekit::default_preset));
   a.evaluator = cl.text("--evaluator", "preset");
   a.repeat = cl.count("--repeat", 3);
   a.max_runs = cl.count("--max-runs", 500);

@@ -40,6 +40,11 @@ inline constexpr std::array<PresetInfo, 12> preset_infos{{
     {"ppo", "Chameleon's ablation: autotvm with PPO for the annealing"},
 }};
 
+/// The preset of tunekit-replay, the tuning programs and the Python bindings when none is named:
+/// tpe-gp-rf, the best of tunekit's searches by the mean found score over seeds on the 41 recorded
+/// and synthetic spaces measured (docs/performance.md, "The default search").
+inline constexpr std::string_view default_preset = "tpe-gp-rf";
+
 /// The preset names, comma-separated: "random, grid, autotvm, ...".
 inline std::string preset_names() {
   std::string names;

@@ -26,8 +26,7 @@ using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Determinis
 
 /// tunekit's own search (TreeParzen): a maximin start over the constrained space, then a
 /// multivariate TPE over the history whose candidates are its draws and the neighbourhoods of the
-/// best configs, failures modelled as a class of their own; deterministic measurement. The
-/// default of tunekit-replay and the tuning programs.
+/// best configs, failures modelled as a class of their own; deterministic measurement.
 using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen, Deterministic>;
 
 /// TreeParzen with the Gaussian-process start of 40 trials (TreeParzenParams::gp_trials): the
@@ -52,7 +51,8 @@ static_assert(Optimizer<TreeParzenGpRfStart>);
 /// tpe-local whose picks up to 40 measured configs come in turns from a random forest's and a
 /// Gaussian process's expected improvement: the trees' knob interactions for rough spaces, the
 /// smooth trend for smooth ones (docs/performance.md, "the forest and the Gaussian process in
-/// turns").
+/// turns"). The default of tunekit-replay, the tuning programs and the Python bindings
+/// (default_preset).
 using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfStart, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by

@@ -3,7 +3,7 @@ and replay of recorded spaces (docs/python.md).
 
     import tunekit
     space = tunekit.SearchSpace().add_power_of_two("block", 16, 1024).add_boolean("unroll")
-    tuner = tunekit.Tuner(space, "tpe-local", trials=50, seed=1)
+    tuner = tunekit.Tuner(space, trials=50, seed=1)  # the default preset, tpe-gp-rf
     for config in tuner.ask(4):
         tuner.tell(config, tunekit.Measurement.from_samples([run(config)]))
 
@@ -12,6 +12,7 @@ tunekit.optuna.Sampler (imported on demand: they need Kernel Tuner and Optuna).
 """
 
 from ._tunekit import (  # noqa: F401
+    DEFAULT_PRESET,
     DatasetError,
     Measurement,
     RecordError,
@@ -29,6 +30,7 @@ from ._tunekit import (  # noqa: F401
 )
 
 __all__ = [
+    "DEFAULT_PRESET",
     "DatasetError",
     "Measurement",
     "RecordError",

@@ -205,7 +205,7 @@ def _measurement(result, objective):
 
 
 class Strategy:
-    """A tunekit preset (tunekit.preset_names(); default tpe-local) as a Kernel Tuner strategy.
+    """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET, tpe-gp-rf) as a Kernel Tuner strategy.
 
     seed: the tuner's generator seed. Same seed, space and measurements: same configs; on a recorded
     space whose cache answers each config with one time, Strategy(preset, seed=s) measures the
@@ -214,7 +214,7 @@ class Strategy:
     After tune_kernel, `tuner` is the tunekit Tuner of the last run (its history and best).
     """
 
-    def __init__(self, preset="tpe-local", *, seed=0, batch=1):
+    def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=0, batch=1):
         if preset not in _tunekit.preset_names():
             raise ValueError(f"unknown tuner preset '{preset}' (available: {', '.join(_tunekit.preset_names())})")
         if batch < 1:

@@ -94,13 +94,13 @@ class _Space:
 
 
 class Sampler(BaseSampler):
-    """A tunekit preset (tunekit.preset_names(); default tpe-local) as an Optuna sampler.
+    """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET, tpe-gp-rf) as an Optuna sampler.
 
     seed: the tuner's and the fallback RandomSampler's seed (fixed seed, same study: same trials).
     After a study, `tuner` is the tunekit Tuner of the latest search space (its history and best).
     """
 
-    def __init__(self, preset="tpe-local", *, seed=0):
+    def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=0):
         if preset not in _tunekit.preset_names():
             raise ValueError(f"unknown tuner preset '{preset}' (available: {', '.join(_tunekit.preset_names())})")
         self.preset = preset

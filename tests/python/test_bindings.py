@@ -138,6 +138,11 @@ def test_ask_tell_statuses_and_best():
         tk.Measurement.failure(tk.Status.ok, "x")
 
 
+def test_the_default_preset():
+    assert tk.DEFAULT_PRESET == "tpe-gp-rf" and tk.DEFAULT_PRESET in tk.preset_names()
+    assert tk.Tuner(small_space(), trials=5).preset == tk.DEFAULT_PRESET
+
+
 def test_every_preset_by_name_searches():
     names = tk.preset_names()
     assert names[0] == "tpe-local" and set(tk.presets()) == set(names)

@@ -49,6 +49,12 @@ TEST_CASE("with_preset: each name gives its preset") {
   CHECK(help.rfind("    tpe-local  ", 0) == 0);
 }
 
+TEST_CASE("the default preset is tpe-gp-rf, one of the presets") {
+  CHECK(default_preset == "tpe-gp-rf");
+  CHECK(is_preset(default_preset));
+  CHECK(with_preset(default_preset, []<class TunerT>() { return std::is_same_v<TunerT, TpeGpRfTuner>; }));
+}
+
 TEST_CASE("with_preset: an unknown name throws, naming it and the known ones") {
   const char* const message =
       "unknown tuner preset 'xgb' (available: tpe-local, tpe-gp, tpe-gp-rf, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "

@@ -37,8 +37,11 @@ double-precision reference. Prints the objective after every slot and each layer
 options:
   --scheduler NAME  sequential, round-robin, random, flop, bandit, bandit-epsilon,
                     bandit-softmax, gradient (docs/concepts.md)             [gradient]
-  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):         [tpe-gp-rf]
 )";
+
+// The --tuner line, whose default is the library's (default_preset).
+const std::string tuner_line =
+    "  --tuner NAME      per-layer tuner, a preset (docs/concepts.md):         [" + std::string(tunekit::default_preset) + "]\n";
 
 const char* const usage_tail = R"(  --budget T        configurations to measure, all layers together          [1200]
   --seconds S       stop after S seconds of tuning (all layers' clocks)     [150]
@@ -139,7 +142,7 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
 
 int main(int argc, char** argv) {
   const examples::MpiRun mpi(argc, argv);  // under mpirun: rank 0 tunes, the others measure
-  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tunekit::preset_help(20) + usage_tail);
+  tunekit::cli::CommandLine cl(argc, argv, "tune_resnet18", usage_head + tuner_line + tunekit::preset_help(20) + usage_tail);
   Setup s;
   s.scheduler = cl.text("--scheduler", "gradient");
   s.tuner = cl.text("--tuner", std::string(tunekit::default_preset));

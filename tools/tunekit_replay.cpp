@@ -44,8 +44,11 @@ runs the same command line, e.g. mpirun -np 5 tunekit-replay --dataset FILE.csv.
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
                          Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
-  --tuner NAME           tuner preset (docs/concepts.md):                      [tpe-gp-rf]
 )";
+
+// The --tuner line, whose default is the library's (default_preset).
+const std::string tuner_line = "  --tuner NAME           tuner preset (docs/concepts.md):                      [" +
+                               std::string(tunekit::default_preset) + "]\n";
 
 const char* const usage_tail = R"(  --plan-size N          configs per round (AutoTVM's plan_size)                  [64]
   --budget N             distinct configs measured per run, failed ones included  [400]
@@ -482,7 +485,7 @@ int main(int argc, char** argv) {
   tunekit::MpiEnvironment mpi(argc, argv);
   mpi_worker = tunekit::MpiEnvironment::active() && tunekit::MpiEnvironment::rank() > 0;
 #endif
-  tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage_head + tunekit::preset_help(25) + usage_tail);
+  tunekit::cli::CommandLine cl(argc, argv, "tunekit-replay", usage_head + tuner_line + tunekit::preset_help(25) + usage_tail);
   const Args args = parse(cl);
 #if defined(TUNEKIT_REPLAY_MPI)
   if (tunekit::MpiEnvironment::active() && args.workers > 0)

@@ -1,11 +1,14 @@
 // tunekit-replay end to end: random search on each of the four recorded datasets.
 #ifdef TUNEKIT_REPLAY_BIN
+#include <tunekit/preset_registry.hpp>
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -61,6 +64,24 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset /nonexistent.csv") != 0);
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset x.csv --tuner nope") != 0);
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset x.csv --budget 0") != 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tunekit-replay without --tuner runs the default preset, and its --help names it") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tunekit_cli_default_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto summary = dir / "summary.json";
+  REQUIRE(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset " + TUNEKIT_DATASETS +
+              "/gemm_RTX_3090.csv --budget 12 --seeds 1 --summary-json " + summary.string()) == 0);
+  std::ifstream in(summary);
+  CHECK(nlohmann::json::parse(in)["tuner"] == std::string(tunekit::default_preset));
+  const auto help = dir / "help.txt";
+  REQUIRE(std::system((std::string(TUNEKIT_REPLAY_BIN) + " --help >" + help.string() + " 2>&1").c_str()) == 0);
+  std::ifstream h(help);
+  const std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  const auto line = text.find("  --tuner NAME ");
+  REQUIRE(line != std::string::npos);
+  CHECK(text.substr(line, text.find('\n', line) - line).ends_with("[" + std::string(tunekit::default_preset) + "]"));
   std::filesystem::remove_all(dir);
 }
 

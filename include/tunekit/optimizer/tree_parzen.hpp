@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <ranges>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -82,6 +83,12 @@ struct TreeParzenParams {
   /// Gaussian process models a smooth trend. The preset `tpe-gp-rf` sets it.
   bool forest_turns = false;
   std::size_t forest_trees = 50;
+  /// Restarts (0: none): once the current phase's best has not improved for
+  /// max(restart_after, trials the phase took to reach it) trials, a new phase begins, and the
+  /// search starts over (the space-filling start, then the model start, then the densities) on the
+  /// trials of the new phase alone; the configs visited before stay excluded, the start keeps away
+  /// from them, and failures are modelled from the whole history.
+  std::size_t restart_after = 0;
   /// Kernel widths of the densities.
   ParzenParams parzen{};
 
@@ -103,6 +110,8 @@ struct TreeParzenParams {
 struct TreeParzenRound {
   /// Whether the configs came from the space-filling start (else from the densities).
   bool design = true;
+  /// The first trial (position in the history) of the current phase (TreeParzenParams::restart_after).
+  std::size_t phase_start = 0;
   /// Whether the pick came from the Gaussian-process start (TreeParzenParams::gp_trials), and
   /// whether its random forest picked it (TreeParzenParams::forest_turns).
   bool gaussian_process = false;
@@ -154,9 +163,14 @@ struct TreeParzenRound {
 ///    knobs, one-hot scaled by 1/sqrt 2 for the others, so that any one-knob change of a
 ///    categorical knob is distance 1 like an end-to-end move of an ordered one). With
 ///    `forest_turns`, every other such round a RandomForest on the same features picks instead.
+/// 7. Optional restarts (`restart_after` > 0): the history is cut into phases; a phase ends once
+///    its best time has not improved for max(restart_after, the trials the phase took to reach it)
+///    trials, and 1.-6. then use the trials of the current phase alone (the failures of the whole
+///    history aside), so that the search starts over away from the basin it locked into: its
+///    start keeps away from every visited config, and no visited config is proposed again.
 ///
 /// The source statistics are the optimizer's only state besides its parameters; an exact resume
-/// (re-execution) rebuilds them.
+/// (re-execution) rebuilds them. The phases are derived from the history at each round.
 class TreeParzen {
  public:
   TreeParzen() = default;
@@ -173,14 +187,20 @@ class TreeParzen {
     std::unordered_set<std::uint64_t> taken;
     std::vector<const Trial*> ok;
     std::vector<Config> failed;
-    for (const Trial& t : ctx.history) {
-      if (t.measurement.ok())
-        ok.push_back(&t);
-      else
+    const std::size_t start = phase_start(ctx.history);
+    last_.phase_start = start;
+    for (std::size_t i = 0; i < ctx.history.size(); ++i) {
+      const Trial& t = ctx.history[i];
+      if (!t.measurement.ok())
         failed.push_back(t.config);
+      else if (i >= start)
+        ok.push_back(&t);
     }
-    if (ctx.visited.size() < params_.startup || ok.size() < 2) {
-      const std::size_t want = ctx.visited.size() < params_.startup ? params_.startup - ctx.visited.size() : 1;
+    // Measured in the phase, and handed out (visited holds the history).
+    const std::size_t phase_visited = ctx.visited.size() > start ? ctx.visited.size() - start : 0;
+    const std::size_t phase_trials = ctx.history.size() - start;
+    if (phase_visited < params_.startup || ok.size() < 2) {
+      const std::size_t want = phase_visited < params_.startup ? params_.startup - phase_visited : 1;
       design(ctx, std::min(n, want), rng, taken, out);
       return out;
     }
@@ -205,7 +225,7 @@ class TreeParzen {
     // Credit the sources of the configs this optimizer proposed and that were measured since:
     // a success when the config is in the good group now.
     const double good_time = ok[n_good - 1]->measurement.mean;
-    for (const Trial& t : ctx.history) {
+    for (const Trial& t : ctx.history.trials() | std::views::drop(start)) {
       const auto it = source_.find(t.index);
       if (it == source_.end()) continue;
       const bool hit = t.measurement.ok() && t.measurement.mean <= good_time;
@@ -244,7 +264,7 @@ class TreeParzen {
       ctx.space.settle(c);
       if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), false);
     }
-    const bool gp_round = ctx.history.size() < params_.gp_trials;
+    const bool gp_round = phase_trials < params_.gp_trials;
     if (gp_round) {  // the Gaussian process's random candidates (global ones)
       std::vector<Config> extra;
       std::unordered_set<std::uint64_t> drawn = seen;
@@ -266,7 +286,7 @@ class TreeParzen {
     }
     if (gp_round && m > 0) {
       last_.gaussian_process = true;
-      last_.forest = params_.forest_turns && ctx.history.size() % 2 == 0;
+      last_.forest = params_.forest_turns && phase_trials % 2 == 0;
       out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, rng)]);
       return out;
     }
@@ -318,6 +338,28 @@ class TreeParzen {
   }
 
  private:
+  // The first trial (position in the history) of the current phase (TreeParzenParams::
+  // restart_after): a phase ends once its best has not improved for max(restart_after, trials the
+  // phase took to reach it) trials. Derived from the history alone, so that a resumed run
+  // restarts where the original did.
+  std::size_t phase_start(const History& history) const {
+    if (params_.restart_after == 0) return 0;
+    std::size_t start = 0, best_at = 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      const Measurement& m = history[i].measurement;
+      if (m.ok() && m.mean < best) {
+        best = m.mean;
+        best_at = i;
+      } else if (i + 1 - best_at > std::max(params_.restart_after, best_at + 1 - start)) {
+        start = i + 1;
+        best_at = start;
+        best = std::numeric_limits<double>::infinity();
+      }
+    }
+    return start;
+  }
+
   // Greedy maximin: each config the farthest from every visited and chosen one among
   // design_pool random unvisited valid configs.
   void design(const SearchContext& ctx, std::size_t count, Rng& rng, std::unordered_set<std::uint64_t>& taken,

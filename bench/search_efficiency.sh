@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 out=${1:-build/search_efficiency}
 datasets=${TUNEKIT_DATASETS:-../shared/datasets}
 replay=build/tools/tunekit-replay
-tuners=${TUNERS:-tpe-local tpe-gp tpe-gp-rf random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
+tuners=${TUNERS:-tpe-local tpe-gp tpe-gp-rf tpe-gp-rf-restarts random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
 plans=${PLANS:-64 32}
 mkdir -p "$out"
 for csv in "$datasets"/*.csv; do

@@ -23,8 +23,9 @@ namespace {
 const std::string usage = R"(usage: tune_conv2d [options]
 
 Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (tunekit's
-own search, tpe-gp-rf, by default), verifying every configuration against a double-precision
-reference, then times the best one against oneDNN's convolution on the same shape and data.
+own search, tpe-gp-rf-restarts, by default), verifying every configuration against a
+double-precision reference, then times the best one against oneDNN's convolution on the same
+shape and data.
 
 options:
   --layer I         ResNet-18 layer, 1 to 12 (TVM's list; --list shows it)   [6]

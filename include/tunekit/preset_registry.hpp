@@ -23,12 +23,14 @@ struct PresetInfo {
 };
 
 /// Every preset with_preset accepts, in the order --help lists them (presets.hpp has their
-/// types: TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
+/// types: TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, TpeGpRfRestartsTuner,
+/// RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
 /// RfEiCsaTuner, ChameleonTuner, SaAsTuner, PpoTuner).
-inline constexpr std::array<PresetInfo, 12> preset_infos{{
+inline constexpr std::array<PresetInfo, 13> preset_infos{{
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
     {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
+    {"tpe-gp-rf-restarts", "tpe-gp-rf starting over after 200 trials without improvement"},
     {"random", "random search without replacement"},
     {"grid", "every valid config in lexicographic order"},
     {"autotvm", "AutoTVM's XGBTuner: boosted trees, simulated annealing"},
@@ -41,9 +43,10 @@ inline constexpr std::array<PresetInfo, 12> preset_infos{{
 }};
 
 /// The preset of tunekit-replay, the tuning programs and the Python bindings when none is named:
-/// tpe-gp-rf, the best of tunekit's searches by the mean found score over seeds on the 41 recorded
-/// and synthetic spaces measured (docs/performance.md, "The default search").
-inline constexpr std::string_view default_preset = "tpe-gp-rf";
+/// tpe-gp-rf-restarts, the best of tunekit's searches by the mean found score over seeds on the 41
+/// recorded and synthetic spaces measured (docs/performance.md, "The default search" and
+/// "Restarts").
+inline constexpr std::string_view default_preset = "tpe-gp-rf-restarts";
 
 /// The preset names, comma-separated: "random, grid, autotvm, ...".
 inline std::string preset_names() {
@@ -97,6 +100,7 @@ decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "tpe-local") return f.template operator()<TpeLocalTuner>();
   if (name == "tpe-gp") return f.template operator()<TpeGpTuner>();
   if (name == "tpe-gp-rf") return f.template operator()<TpeGpRfTuner>();
+  if (name == "tpe-gp-rf-restarts") return f.template operator()<TpeGpRfRestartsTuner>();
   if (name == "random") return f.template operator()<RandomSearchTuner>();
   if (name == "grid") return f.template operator()<GridSearchTuner>();
   if (name == "autotvm") return f.template operator()<AutoTvmTuner>();

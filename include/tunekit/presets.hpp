@@ -51,9 +51,25 @@ static_assert(Optimizer<TreeParzenGpRfStart>);
 /// tpe-local whose picks up to 40 measured configs come in turns from a random forest's and a
 /// Gaussian process's expected improvement: the trees' knob interactions for rough spaces, the
 /// smooth trend for smooth ones (docs/performance.md, "the forest and the Gaussian process in
-/// turns"). The default of tunekit-replay, the tuning programs and the Python bindings
-/// (default_preset).
+/// turns").
 using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfStart, Deterministic>;
+
+/// TreeParzenGpRfStart that starts over once its best has not improved for 200 trials (or, when
+/// the phase took longer to reach it, for as many trials as that; TreeParzenParams::restart_after):
+/// the optimizer of TpeGpRfRestartsTuner.
+struct TreeParzenGpRfRestarts : TreeParzen {
+  TreeParzenGpRfRestarts()
+      : TreeParzen(TreeParzenParams{.gp_trials = 40, .forest_turns = true, .restart_after = 200}) {}
+};
+static_assert(Optimizer<TreeParzenGpRfRestarts>);
+
+/// tpe-gp-rf with restarts: a run whose best has stalled starts over (a new space-filling start
+/// away from every config visited, a new model start, densities of the new phase's trials), so
+/// that one run gets several independent chances to leave the basin it locked into, such as a
+/// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"). Identical to
+/// tpe-gp-rf for its first 200 trials at least. The default of tunekit-replay, the tuning
+/// programs and the Python bindings (default_preset).
+using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.

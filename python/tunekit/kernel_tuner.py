@@ -205,8 +205,8 @@ def _measurement(result, objective):
 
 
 class Strategy:
-    """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET, tpe-gp-rf) as
-    a Kernel Tuner strategy.
+    """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET,
+    tpe-gp-rf-restarts) as a Kernel Tuner strategy.
 
     seed: the tuner's generator seed. Same seed, space and measurements: same configs; on a recorded
     space whose cache answers each config with one time, Strategy(preset, seed=s) measures the

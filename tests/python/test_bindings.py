@@ -63,7 +63,7 @@ def test_space_errors_carry_the_cpp_messages():
         tk.Tuner(tk.SearchSpace())
     with pytest.raises(ValueError, match=r"^Budget: trials must be at least 1$"):
         tk.Tuner(s, trials=0)
-    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, tpe-gp, tpe-gp-rf, random, "):
+    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, "):
         tk.Tuner(s, "nope")
     empty = tk.SearchSpace().add_range("x", 0, 3)
     empty.add_constraint("nothing", lambda v: False)
@@ -139,7 +139,7 @@ def test_ask_tell_statuses_and_best():
 
 
 def test_the_default_preset():
-    assert tk.DEFAULT_PRESET == "tpe-gp-rf" and tk.DEFAULT_PRESET in tk.preset_names()
+    assert tk.DEFAULT_PRESET == "tpe-gp-rf-restarts" and tk.DEFAULT_PRESET in tk.preset_names()
     assert tk.Tuner(small_space(), trials=5).preset == tk.DEFAULT_PRESET
 
 

@@ -58,7 +58,7 @@ def cache_file(vendor):
     return vendor / "kernel_tuner" / "test" / "strategies" / "test_cache_file.json"
 
 
-@pytest.mark.parametrize("preset", ["tpe-local", "tpe-gp-rf", "autotvm", "random"])
+@pytest.mark.parametrize("preset", ["tpe-local", "tpe-gp-rf-restarts", "autotvm", "random"])
 def test_strategy_checks(kt, vendor, vector_add, preset):
     kernel_tuner, tkt = kt
     from kernel_tuner.util import InvalidConfig

@@ -23,6 +23,7 @@ TEST_CASE("with_preset: each name gives its preset") {
   CHECK(is<TpeLocalTuner>("tpe-local"));
   CHECK(is<TpeGpTuner>("tpe-gp"));
   CHECK(is<TpeGpRfTuner>("tpe-gp-rf"));
+  CHECK(is<TpeGpRfRestartsTuner>("tpe-gp-rf-restarts"));
   CHECK(is<RandomSearchTuner>("random"));
   CHECK(is<GridSearchTuner>("grid"));
   CHECK(is<AutoTvmTuner>("autotvm"));
@@ -43,22 +44,24 @@ TEST_CASE("with_preset: each name gives its preset") {
   }
   CHECK(names.size() == preset_infos.size());
   CHECK(types.size() == preset_infos.size());
-  CHECK(preset_names() == "tpe-local, tpe-gp, tpe-gp-rf, random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, sa-as, ppo");
+  CHECK(preset_names() ==
+        "tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, "
+        "sa-as, ppo");
   const std::string help = preset_help(4);
   CHECK(static_cast<std::size_t>(std::count(help.begin(), help.end(), '\n')) == preset_infos.size());
   CHECK(help.rfind("    tpe-local  ", 0) == 0);
 }
 
-TEST_CASE("the default preset is tpe-gp-rf, one of the presets") {
-  CHECK(default_preset == "tpe-gp-rf");
+TEST_CASE("the default preset is tpe-gp-rf-restarts, one of the presets") {
+  CHECK(default_preset == "tpe-gp-rf-restarts");
   CHECK(is_preset(default_preset));
-  CHECK(with_preset(default_preset, []<class TunerT>() { return std::is_same_v<TunerT, TpeGpRfTuner>; }));
+  CHECK(with_preset(default_preset, []<class TunerT>() { return std::is_same_v<TunerT, TpeGpRfRestartsTuner>; }));
 }
 
 TEST_CASE("with_preset: an unknown name throws, naming it and the known ones") {
   const char* const message =
-      "unknown tuner preset 'xgb' (available: tpe-local, tpe-gp, tpe-gp-rf, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "
-      "chameleon, sa-as, ppo)";
+      "unknown tuner preset 'xgb' (available: tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, "
+      "adatune, rfei-sa, rfei-csa, chameleon, sa-as, ppo)";
   CHECK_FALSE(is_preset("xgb"));
   CHECK_THROWS_WITH_AS(with_preset("xgb", []<class TunerT>() { return 0; }), message, std::invalid_argument);
   CHECK_THROWS_WITH_AS(check_preset("xgb"), message, std::invalid_argument);

@@ -45,8 +45,8 @@ TEST_CASE("with_preset: each name gives its preset") {
   CHECK(names.size() == preset_infos.size());
   CHECK(types.size() == preset_infos.size());
   CHECK(preset_names() ==
-        "tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, adatune, rfei-sa, rfei-csa, chameleon, "
-        "sa-as, ppo");
+        "tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "
+        "chameleon, sa-as, ppo");
   const std::string help = preset_help(4);
   CHECK(static_cast<std::size_t>(std::count(help.begin(), help.end(), '\n')) == preset_infos.size());
   CHECK(help.rfind("    tpe-local  ", 0) == 0);

@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <ranges>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -225,7 +224,8 @@ class TreeParzen {
     // Credit the sources of the configs this optimizer proposed and that were measured since:
     // a success when the config is in the good group now.
     const double good_time = ok[n_good - 1]->measurement.mean;
-    for (const Trial& t : ctx.history.trials() | std::views::drop(start)) {
+    for (std::size_t i = start; i < ctx.history.size(); ++i) {
+      const Trial& t = ctx.history[i];
       const auto it = source_.find(t.index);
       if (it == source_.end()) continue;
       const bool hit = t.measurement.ok() && t.measurement.mean <= good_time;

@@ -313,6 +313,25 @@ TEST_CASE("count_valid follows constraints added after a count (the cache is res
   CHECK(s.valid_indices(200).size() == 20);
 }
 
+TEST_CASE("for_each_valid beyond the cached enumeration: x < y < z over 162^3 configs") {
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 161)).add(Knob::range("y", 0, 161)).add(Knob::range("z", 0, 161));
+  s.add_constraint("x < y < z", [](const ConfigView& c) { return c["x"] < c["y"] && c["y"] < c["z"]; });
+  REQUIRE(s.product_size() > SearchSpace::enumeration_limit);
+  std::uint64_t count = 0, previous = 0;
+  bool ascending = true, valid = true;
+  s.for_each_valid([&](std::uint64_t i) {
+    ascending = ascending && (count == 0 || i > previous);
+    valid = valid && s.is_valid(s.from_index(i));
+    previous = i;
+    ++count;
+  });
+  CHECK(count == 162ull * 161 * 160 / 6);  // C(162, 3)
+  CHECK(ascending);
+  CHECK(valid);
+  CHECK_THROWS_AS(s.for_each_valid([](std::uint64_t) {}, 1000), std::length_error);
+}
+
 TEST_CASE("The GEMM space of the datasets README: 17956 valid of 82944") {
   const SearchSpace s = gemm_space();
   CHECK(s.dimensions() == 10);
@@ -324,6 +343,9 @@ TEST_CASE("The GEMM space of the datasets README: 17956 valid of 82944") {
   const auto expected = gemm_brute_force();
   CHECK(expected.size() == 17956);
   CHECK(s.valid_indices() == expected);
+  std::vector<std::uint64_t> visited;
+  s.for_each_valid([&](std::uint64_t i) { visited.push_back(i); });
+  CHECK(visited == expected);
   // Spot check: the first valid config is all minimum values except where forced.
   const Config first = s.from_index(expected.front());
   CHECK(s.describe(first) == "MWG=16;NWG=16;MDIMC=8;NDIMC=8;MDIMA=8;NDIMB=8;VWM=1;VWN=1;SA=0;SB=0");

@@ -35,8 +35,9 @@ inline std::size_t draw_unvisited(const SearchContext& ctx, std::size_t n, Rng& 
   while (added < n) {
     if (repeats >= max_repeats) {
       std::vector<std::uint64_t> rest;
-      for (auto idx : ctx.space.valid_indices())
+      ctx.space.for_each_valid([&](std::uint64_t idx) {
         if (fresh(idx)) rest.push_back(idx);
+      });
       // Partial Fisher-Yates: a uniformly random ordered selection without replacement.
       for (std::size_t i = 0; i < rest.size() && added < n; ++i, ++added) {
         std::swap(rest[i], rest[i + uniform_index(rng, rest.size() - i)]);

@@ -517,8 +517,8 @@ class TreeParzen {
     std::vector<std::size_t> best(offset[d], d + 1), ties(offset[d], 0);
     std::vector<std::uint64_t> pick(offset[d], 0);
     std::vector<std::size_t> diff;
-    for (const std::uint64_t idx : s.valid_indices()) {
-      if (ctx.visited.contains(idx)) continue;
+    s.for_each_valid([&](std::uint64_t idx) {
+      if (ctx.visited.contains(idx)) return;
       const Config x = s.from_index(idx);
       diff.clear();
       for (std::size_t k = 0; k < d; ++k)
@@ -529,7 +529,7 @@ class TreeParzen {
         if (diff.size() < best[slot]) best[slot] = diff.size(), ties[slot] = 0;
         if (uniform_index(rng, ++ties[slot]) == 0) pick[slot] = idx;  // reservoir: uniform among ties
       }
-    }
+    });
     std::size_t taken = 0;
     for (std::size_t slot = 0; slot < offset[d]; ++slot)
       if (blocked[slot] && ties[slot] > 0) taken += consider(s.from_index(pick[slot]), true);

@@ -246,6 +246,18 @@ class SearchSpace {
     return enumerate_valid();
   }
 
+  /// Calls f(index) with the flat index of every valid config, ascending: valid_indices without
+  /// its copy of the cached set (spaces whose product is at most enumeration_limit). Throws as
+  /// valid_indices does.
+  template <class F>
+  void for_each_valid(F&& f, std::uint64_t limit = std::uint64_t{1} << 28) const {
+    if (product_size() <= enumeration_limit) {
+      for (const std::uint64_t idx : valid_cache()) f(idx);
+      return;
+    }
+    for (const std::uint64_t idx : valid_indices(limit)) f(idx);
+  }
+
   /// Number of valid configs (by enumeration; see valid_indices).
   std::uint64_t count_valid(std::uint64_t limit = std::uint64_t{1} << 28) const {
     return valid_indices(limit).size();

@@ -33,8 +33,12 @@ STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "baye
 BUDGETS = [25, 50, 100, 200, 400]
 
 
-def dataset_as_cache(csv_path, out):
-    """The dataset as a Kernel Tuner cache file; returns (tune_params, recorded configs, optimum ms)."""
+def dataset_as_cache(csv_path, out, samples=True):
+    """The dataset as a Kernel Tuner cache file (kernel_tuner/util.py: process_cache's format): "time"
+    each row's recorded mean in ms, a failed row RuntimeFailedConfig, and with `samples` "times" its
+    samples (Kernel Tuner's simulation answers with "time" alone; tunekit-replay, reading the cache,
+    replays "times" where there are any). Returns (tune_params, {config values: recorded ms},
+    optimum ms). tests/python/test_kernel_tuner.py uses it too."""
     lines = Path(csv_path).read_text().splitlines()
     names = lines[0].split(",")[:-2]
     rows = [line.split(",") for line in lines[1:] if line]
@@ -47,7 +51,9 @@ def dataset_as_cache(csv_path, out):
         if math.isinf(t):
             entry["time"] = "RuntimeFailedConfig"
         else:
-            entry["time"], entry["times"] = t, [float(x) for x in r[-1].split(";")]
+            entry["time"] = t
+            if samples:
+                entry["times"] = [float(x) for x in r[-1].split(";")]
         entry.update(compile_time=0, verification_time=0, benchmark_time=0, strategy_time=0, framework_time=0,
                      timestamp="recorded")
         cache[",".join(map(str, values))] = entry

@@ -7,15 +7,19 @@ place of theirs. test_replayed_dataset_scores_as_tunekit_replay replays a record
 """
 
 import csv
+import importlib.util
 import json
 import math
 import statistics
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tunekit as tk
+
+ROOT = Path(__file__).resolve().parents[2]
 
 VECTOR_ADD = """
 __global__ void vector_add(float *c, float *a, float *b, int n) {
@@ -159,26 +163,15 @@ def test_failed_configs_are_told_as_failures(kt, tmp_path):
 
 
 def dataset_as_cache(csv_path, out):
-    """A shared/datasets CSV as a Kernel Tuner cache file (kernel_tuner/util.py: process_cache's
-    format): "time" the recorded mean in ms, a failed row RuntimeFailedConfig, no "times" (Kernel
-    Tuner's simulation answers with "time" alone; tunekit-replay then replays that one time too).
-    Returns the tune_params and the recorded configs (the restriction that admits exactly them)."""
-    lines = csv_path.read_text().splitlines()
-    names = lines[0].split(",")[:-2]
-    rows = [line.split(",") for line in lines[1:] if line]
-    tune_params = {n: sorted({int(r[i]) for r in rows}) for i, n in enumerate(names)}
-    cache = {}
-    for r in rows:
-        values = [int(v) for v in r[:-2]]
-        entry = dict(zip(names, values))
-        entry["time"] = "RuntimeFailedConfig" if math.isinf(float(r[-2])) else float(r[-2])
-        entry.update(compile_time=0, verification_time=0, benchmark_time=0, strategy_time=0, framework_time=0,
-                     timestamp="recorded")
-        cache[",".join(map(str, values))] = entry
-    out.write_text(json.dumps({"device_name": "recorded", "kernel_name": csv_path.stem, "problem_size": 0,
-                               "tune_params_keys": names, "tune_params": tune_params, "objective": "time",
-                               "cache": cache}))
-    return tune_params, {tuple(int(v) for v in r[:-2]) for r in rows}
+    """A shared/datasets CSV as a Kernel Tuner cache file, by bench/kt_peers.py's function, without
+    "times" (Kernel Tuner's simulation answers with "time" alone; tunekit-replay then replays that
+    one time too). Returns the tune_params and the recorded configs (the restriction that admits
+    exactly them)."""
+    spec = importlib.util.spec_from_file_location("kt_peers", ROOT / "bench" / "kt_peers.py")
+    kt_peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kt_peers)
+    tune_params, recorded, _ = kt_peers.dataset_as_cache(csv_path, out, samples=False)
+    return tune_params, set(recorded)
 
 
 def test_replayed_dataset_scores_as_tunekit_replay(kt, datasets, replay_bin, tmp_path):

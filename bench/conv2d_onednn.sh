@@ -2,8 +2,10 @@
 # The tuned conv2d against oneDNN on the ResNet-18 layers, as docs/performance.md measures it: each
 # layer tuned once with tune_conv2d, then compared with oneDNN twice more from the same log
 # (--resume replays the tuning and times the same best configuration again), in turns each time;
-# prints the median of the three comparisons per layer. Run it on a quiet machine: nothing else
-# may run beside it.
+# prints the median of the three comparisons per layer. The three passes are spread over the run
+# (every layer's first pass, then every layer's second, then every layer's third), so that one slow
+# spell of the machine, which can last tens of seconds on a VM, falls in one comparison of a layer
+# rather than in all three. Run it on a quiet machine: nothing else may run beside it.
 #
 #   bench/conv2d_onednn.sh [BUILD_DIR]        default build
 #   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 SEED=1 OUT=DIR bench/conv2d_onednn.sh build-avx2
@@ -26,16 +28,20 @@ echo "conv2d_onednn: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
   "tuner $tuner, budget $budget, $seconds s, $runs runs per comparison, seed $seed; logs in $out"
 printf '| layer | tunekit GFLOPS | oneDNN GFLOPS | vs oneDNN | ratios | oneDNN kernel |\n|---|---|---|---|---|---|\n'
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-for layer in $layers; do
-  log="$out/C$layer.jsonl"
-  args=(--layer "$layer" --tuner "$tuner" --budget "$budget" --seconds "$seconds" --runs "$runs" --seed "$seed" --log "$log"
-        --curve "$out/C${layer}_curve.csv")
-  : >"$out/C$layer.txt"
-  for pass in 1 2 3; do
+args_of() {
+  args=(--layer "$1" --tuner "$tuner" --budget "$budget" --seconds "$seconds" --runs "$runs" --seed "$seed"
+        --log "$out/C$1.jsonl" --curve "$out/C${1}_curve.csv")
+}
+for pass in 1 2 3; do
+  for layer in $layers; do
+    args_of "$layer"
     extra=()
-    [[ $pass -gt 1 ]] && extra=(--resume)
+    if [[ $pass -eq 1 ]]; then : >"$out/C$layer.txt"; else extra=(--resume); fi
+    echo "conv2d_onednn: pass $pass, C$layer" >&2
     "$program" "${args[@]}" "${extra[@]}" >>"$out/C$layer.txt" 2>&1
   done
+done
+for layer in $layers; do
   # Rows: "tunekit conv2d, tuned  ms GFLOPS ratio" and "oneDNN x.y KERNEL  ms GFLOPS 1.00".
   ratios=$(awk '/^tunekit conv2d, tuned/ {print $(NF)}' "$out/C$layer.txt")
   ours=$(awk '/^tunekit conv2d, tuned/ {print $(NF-1)}' "$out/C$layer.txt" | median)

@@ -29,10 +29,27 @@ using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Determinis
 /// best configs, failures modelled as a class of their own; deterministic measurement.
 using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen, Deterministic>;
 
-/// TreeParzen with the Gaussian-process start of 40 trials (TreeParzenParams::gp_trials): the
-/// optimizer of TpeGpTuner.
+/// The parameters of tpe-gp: TreeParzen's, with the Gaussian-process start of 40 trials
+/// (TreeParzenParams::gp_trials).
+inline constexpr TreeParzenParams tpe_gp_params{.gp_trials = 40};
+/// The parameters of tpe-gp-rf: tpe-gp's, with the start's picks made in turns by a random forest
+/// and the Gaussian process (TreeParzenParams::forest_turns).
+inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
+  TreeParzenParams p = tpe_gp_params;
+  p.forest_turns = true;
+  return p;
+}();
+/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's, with restarts after 200 trials
+/// without improvement (TreeParzenParams::restart_after).
+inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
+  TreeParzenParams p = tpe_gp_rf_params;
+  p.restart_after = 200;
+  return p;
+}();
+
+/// TreeParzen with tpe_gp_params: the optimizer of TpeGpTuner.
 struct TreeParzenGpStart : TreeParzen {
-  TreeParzenGpStart() : TreeParzen(TreeParzenParams{.gp_trials = 40}) {}
+  TreeParzenGpStart() : TreeParzen(tpe_gp_params) {}
 };
 static_assert(Optimizer<TreeParzenGpStart>);
 
@@ -41,10 +58,9 @@ static_assert(Optimizer<TreeParzenGpStart>);
 /// the needle optima of rough ones (docs/performance.md, "the Gaussian-process start").
 using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpStart, Deterministic>;
 
-/// TreeParzen whose first 40 trials after the start are picked in turns by a random forest and a
-/// Gaussian process (TreeParzenParams::gp_trials, forest_turns): the optimizer of TpeGpRfTuner.
+/// TreeParzen with tpe_gp_rf_params: the optimizer of TpeGpRfTuner.
 struct TreeParzenGpRfStart : TreeParzen {
-  TreeParzenGpRfStart() : TreeParzen(TreeParzenParams{.gp_trials = 40, .forest_turns = true}) {}
+  TreeParzenGpRfStart() : TreeParzen(tpe_gp_rf_params) {}
 };
 static_assert(Optimizer<TreeParzenGpRfStart>);
 
@@ -54,12 +70,9 @@ static_assert(Optimizer<TreeParzenGpRfStart>);
 /// turns").
 using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfStart, Deterministic>;
 
-/// TreeParzenGpRfStart that starts over once its best has not improved for 200 trials (or, when
-/// the phase took longer to reach it, for as many trials as that; TreeParzenParams::restart_after):
-/// the optimizer of TpeGpRfRestartsTuner.
+/// TreeParzen with tpe_gp_rf_restarts_params: the optimizer of TpeGpRfRestartsTuner.
 struct TreeParzenGpRfRestarts : TreeParzen {
-  TreeParzenGpRfRestarts()
-      : TreeParzen(TreeParzenParams{.gp_trials = 40, .forest_turns = true, .restart_after = 200}) {}
+  TreeParzenGpRfRestarts() : TreeParzen(tpe_gp_rf_restarts_params) {}
 };
 static_assert(Optimizer<TreeParzenGpRfRestarts>);
 

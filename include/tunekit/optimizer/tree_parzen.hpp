@@ -82,11 +82,7 @@ struct TreeParzenParams {
   /// Gaussian process models a smooth trend. The preset `tpe-gp-rf` sets it.
   bool forest_turns = false;
   std::size_t forest_trees = 50;
-  /// Restarts (0: none): once the current phase's best has not improved for
-  /// max(restart_after, trials the phase took to reach it) trials, a new phase begins, and the
-  /// search starts over (the space-filling start, then the model start, then the densities) on the
-  /// trials of the new phase alone; the configs visited before stay excluded, the start keeps away
-  /// from them, and failures are modelled from the whole history.
+  /// Restarts (0: none): the patience of a phase, step 7 of TreeParzen's description.
   std::size_t restart_after = 0;
   /// Kernel widths of the densities.
   ParzenParams parzen{};
@@ -166,7 +162,9 @@ struct TreeParzenRound {
 ///    its best time has not improved for max(restart_after, the trials the phase took to reach it)
 ///    trials, and 1.-6. then use the trials of the current phase alone (the failures of the whole
 ///    history aside), so that the search starts over away from the basin it locked into: its
-///    start keeps away from every visited config, and no visited config is proposed again.
+///    start keeps away from every visited config, and no visited config is proposed again. The
+///    hits and misses of 4. carry over from phase to phase (reset at each restart instead, the
+///    search was level: docs/performance.md, "Restarts").
 ///
 /// The source statistics are the optimizer's only state besides its parameters; an exact resume
 /// (re-execution) rebuilds them. The phases are derived from the history at each round.
@@ -338,10 +336,9 @@ class TreeParzen {
   }
 
  private:
-  // The first trial (position in the history) of the current phase (TreeParzenParams::
-  // restart_after): a phase ends once its best has not improved for max(restart_after, trials the
-  // phase took to reach it) trials. Derived from the history alone, so that a resumed run
-  // restarts where the original did.
+  // The first trial (position in the history) of the current phase (step 7 of the class's
+  // description), derived from the history alone, so that a resumed run restarts where the
+  // original did.
   std::size_t phase_start(const History& history) const {
     if (params_.restart_after == 0) return 0;
     std::size_t start = 0, best_at = 0;

@@ -39,8 +39,9 @@ inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
   p.forest_turns = true;
   return p;
 }();
-/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's, with restarts after 200 trials
-/// without improvement (TreeParzenParams::restart_after).
+/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's, with restarts
+/// (TreeParzenParams::restart_after 200: a phase ends once its best has not improved for 200
+/// trials, or for as many as it took to reach it when that is more; TreeParzen's step 7).
 inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
   TreeParzenParams p = tpe_gp_rf_params;
   p.restart_after = 200;

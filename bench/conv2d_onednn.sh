@@ -6,10 +6,11 @@
 # own comparison is left out (it stays in C<layer>.tune.txt): a process that has run 1500
 # configurations is not the one a user runs the tuned kernel in, and there oneDNN's strided 1x1
 # convolutions ran slower than in the new processes in 11 of 16 tries and its stride-1 one (C3)
-# faster in 3 of 3 (docs/performance.md). The passes are spread over the run (every layer tuned, then every layer's first
-# comparison, then every layer's second, then every layer's third), so that one slow spell of the
-# machine, which can last tens of seconds on a VM, falls in one comparison of a layer rather than in
-# all three. Run it on a quiet machine: nothing else may run beside it.
+# faster in 3 of 3 (docs/performance.md). The passes are spread over the run (every layer tuned,
+# then every layer's first comparison, then every layer's second, then every layer's third), so
+# that one slow spell of the machine, which can last tens of seconds on a VM, falls in one
+# comparison of a layer rather than in all three. Run it on a quiet machine: nothing else may run
+# beside it.
 #
 #   bench/conv2d_onednn.sh [BUILD_DIR]        default build
 #   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 SEED=1 OUT=DIR bench/conv2d_onednn.sh build-avx2

@@ -346,6 +346,10 @@ TEST_CASE("The GEMM space of the datasets README: 17956 valid of 82944") {
   std::vector<std::uint64_t> visited;
   s.for_each_valid([&](std::uint64_t i) { visited.push_back(i); });
   CHECK(visited == expected);
+  CHECK(s.count_valid() == expected.size());
+  // The limit holds for a space whose valid set is cached too (82944 configs > 1000).
+  CHECK_THROWS_AS(s.for_each_valid([](std::uint64_t) {}, 1000), std::length_error);
+  CHECK_THROWS_AS(s.count_valid(1000), std::length_error);
   // Spot check: the first valid config is all minimum values except where forced.
   const Config first = s.from_index(expected.front());
   CHECK(s.describe(first) == "MWG=16;NWG=16;MDIMC=8;NDIMC=8;MDIMA=8;NDIMB=8;VWM=1;VWN=1;SA=0;SB=0");

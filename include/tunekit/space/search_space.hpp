@@ -238,10 +238,7 @@ class SearchSpace {
   /// The flat indices of all valid configs, ascending. Throws std::length_error when the
   /// product exceeds `limit` (enumeration would be too slow).
   std::vector<std::uint64_t> valid_indices(std::uint64_t limit = std::uint64_t{1} << 28) const {
-    if (product_size() > limit)
-      throw std::length_error("refusing to enumerate a product of " +
-                              std::to_string(product_size()) + " configs (limit " +
-                              std::to_string(limit) + ")");
+    check_enumerable(limit);
     if (product_size() <= enumeration_limit) return valid_cache();
     return enumerate_valid();
   }
@@ -251,16 +248,18 @@ class SearchSpace {
   /// valid_indices does.
   template <class F>
   void for_each_valid(F&& f, std::uint64_t limit = std::uint64_t{1} << 28) const {
-    if (product_size() <= enumeration_limit) {
-      for (const std::uint64_t idx : valid_cache()) f(idx);
+    check_enumerable(limit);
+    if (product_size() > enumeration_limit) {
+      for (const std::uint64_t idx : enumerate_valid()) f(idx);
       return;
     }
-    for (const std::uint64_t idx : valid_indices(limit)) f(idx);
+    for (const std::uint64_t idx : valid_cache()) f(idx);  // by reference: no copy
   }
 
   /// Number of valid configs (by enumeration; see valid_indices).
   std::uint64_t count_valid(std::uint64_t limit = std::uint64_t{1} << 28) const {
-    return valid_indices(limit).size();
+    check_enumerable(limit);
+    return product_size() <= enumeration_limit ? valid_cache().size() : enumerate_valid().size();
   }
 
   /// The config as "name=value;name=value" (knobs only; values as in Knob::to_string).
@@ -344,6 +343,11 @@ class SearchSpace {
   }
 
  private:
+  void check_enumerable(std::uint64_t limit) const {
+    if (product_size() > limit)
+      throw std::length_error("refusing to enumerate a product of " + std::to_string(product_size()) +
+                              " configs (limit " + std::to_string(limit) + ")");
+  }
   struct ValidCache {
     std::once_flag once{};
     std::vector<std::uint64_t> valid{};

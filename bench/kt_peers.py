@@ -137,8 +137,8 @@ def main():
                                                            f"{statistics.mean(took):.1f}"]
         print("| " + " | ".join(row) + " |")
         sys.stdout.flush()
-        out[name] = {"median": {str(b): at[b] for b in budgets}, "e95": row[-4], "e99": row[-3], "n": n,
-                     "curves": curves}
+        out[name] = {"budget": args.budget, "median": {str(b): at[b] for b in budgets}, "e95": row[-4],
+                     "e99": row[-3], "n": n, "curves": curves}
     if not_run:
         print("\nNot run: " + "; ".join(not_run) + ".")
     if args.json:

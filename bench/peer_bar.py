@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""A tunekit run against peers re-run with as many seeds, with the uncertainty of each median.
+
+    /usr/bin/python3 bench/peer_bar.py --dataset FILE.csv --trials RUN.csv PEERS.json [PEERS.json ...]
+
+RUN.csv is `tunekit-replay --out` (any number of seeds); each PEERS.json is the --json of
+bench/kt_peers.py or bench/optuna_peers.py (each strategy's curves, one per seed). Scores are
+PEERS.md's found score: the space's best recorded time / the recorded time of the best config among
+the first B measured (a strategy that stops early keeps its last score; past the budget a
+strategy ran with, "-"). Per budget B it prints each strategy's median and mean over its seeds,
+tunekit's median against the best strategy's, and a 95% bootstrap interval (2000 resamples of
+each side's seeds) of tunekit's median minus the best strategy's.
+
+Why: shared/datasets/PEERS.md's bar in each cell is the largest of 16 medians over 15-25 seeds,
+and the largest of several noisy medians lies above the medians it was drawn from; re-run with
+more seeds, a cell's best strategy shows where it really lies (docs/performance.md, "The bar over
+100 seeds").
+"""
+
+import argparse
+import csv
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kt_peers import evals_to  # noqa: E402
+
+BUDGETS = [25, 50, 100, 200, 400]
+
+
+def read_dataset(csv_path):
+    """(knob names, rows of knob values, recorded ms per row, optimum ms)."""
+    with open(csv_path) as f:
+        rows = [r for r in csv.reader(f) if r]
+    ti = rows[0].index("time_ms")
+    times = [float(r[ti]) for r in rows[1:]]
+    return rows[0][:ti], [r[:ti] for r in rows[1:]], times, min(times)
+
+
+def tunekit_curves(trials_csv, dataset):
+    """Per seed, the found score after each trial of a tunekit-replay --out file. Its configs name
+    the knobs of more than one value (name=value;...); the others must be constant in the dataset."""
+    names, values, times, optimum = dataset
+    curves, lookup, knobs = {}, None, None
+    with open(trials_csv) as f:
+        for row in csv.DictReader(f):
+            config = dict(p.split("=", 1) for p in row["config"].split(";"))
+            if lookup is None:
+                knobs = [names.index(n) for n in config]
+                if any(len({v[k] for v in values}) > 1 for k in range(len(names)) if k not in knobs):
+                    raise SystemExit(f"{trials_csv}: its configs lack knobs that vary in the dataset")
+                lookup = {tuple(v[k] for k in knobs): t for v, t in zip(values, times)}
+            t = lookup[tuple(config[names[k]] for k in knobs)]
+            c = curves.setdefault(int(row["seed"]), [])
+            best = min(t, optimum / c[-1] if c and c[-1] > 0 else math.inf)
+            c.append(optimum / best if math.isfinite(best) else 0.0)
+    return [curves[s] for s in sorted(curves)]
+
+
+def at(curve, b):
+    return curve[min(b, len(curve)) - 1]
+
+
+def median_at(curves, b):
+    return statistics.median(at(c, b) for c in curves)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--trials", required=True, help="tunekit-replay --out file")
+    ap.add_argument("--label", default="tunekit")
+    ap.add_argument("peers", nargs="+", help="--json files of bench/kt_peers.py or bench/optuna_peers.py")
+    args = ap.parse_args()
+
+    ours = tunekit_curves(args.trials, read_dataset(args.dataset))
+    peers, runs_to = {}, {}
+    for path in args.peers:
+        for name, d in json.loads(Path(path).read_text()).items():
+            peers[name] = d["curves"]
+            runs_to[name] = d["budget"]
+    budget = max(len(c) for c in ours)
+    budgets = [b for b in BUDGETS if b <= budget]
+    runs_to[args.label] = budget
+    rng = random.Random(1)
+
+    print(f"## {Path(args.dataset).stem}\n")
+    print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + " | e95 | e99 |")
+    print("|---|---|" + "---|" * (len(budgets) + 2))
+    everyone = [(args.label, ours)] + sorted(peers.items())
+    def cells(name, value):  # "-" past the budget the strategy ran with
+        return " | ".join(f"{value(b):.3f}" if b <= runs_to[name] else "-" for b in budgets)
+
+    for name, cs in everyone:
+        print(f"| {name} | {len(cs)} | " + cells(name, lambda b: median_at(cs, b)) +
+              f" | {evals_to(cs, 0.95, runs_to[name])} | {evals_to(cs, 0.99, runs_to[name])} |")
+    print("\nMeans over the seeds (steadier than the medians where runs split in two):\n")
+    print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + " |")
+    print("|---|---|" + "---|" * len(budgets))
+    for name, cs in everyone:
+        print(f"| {name} | {len(cs)} | " + cells(name, lambda b: statistics.mean(at(c, b) for c in cs)) + " |")
+    print(f"\n| B | {args.label} | best strategy | its median | difference | 95% interval |")
+    print("|---|---|---|---|---|---|")
+    for b in budgets:
+        ran = [n for n in peers if b <= runs_to[n]]
+        name = max(ran, key=lambda n: median_at(peers[n], b))
+        a = [at(c, b) for c in ours]
+        p = [at(c, b) for c in peers[name]]
+        diffs = sorted(statistics.median(rng.choices(a, k=len(a))) - statistics.median(rng.choices(p, k=len(p)))
+                       for _ in range(2000))
+        print(f"| {b} | {statistics.median(a):.3f} | {name} | {statistics.median(p):.3f} | "
+              f"{statistics.median(a) - statistics.median(p):+.3f} | [{diffs[50]:+.3f}, {diffs[1949]:+.3f}] |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""bench/peer_bar.py and bench/optuna_peers.py: the found score they compute, against a hand
+computation on a small space and against tunekit-replay's own summary on a recorded one."""
+
+import importlib.util
+import json
+import math
+import subprocess
+import warnings
+
+import pytest
+
+from conftest import ROOT
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# A 3 x 3 space of which 6 configs were recorded, one of them failed; c is constant.
+SMALL = """a,b,c,time_ms,samples
+1,1,7,4.0,4.0
+1,2,7,2.0,2.0
+1,3,7,inf,
+2,1,7,8.0,8.0
+2,2,7,1.0,1.0
+3,3,7,5.0,5.0
+"""
+
+
+def test_peer_bar_found_curve_by_hand(tmp_path):
+    """tunekit-replay --out names the knobs of more than one value only; the curve is the best
+    recorded time so far over the optimum (0 until a config ran)."""
+    peer_bar = load("peer_bar")
+    csv = tmp_path / "small.csv"
+    csv.write_text(SMALL)
+    trials = tmp_path / "trials.csv"
+    trials.write_text("seed,trial,config\n"
+                      "0,1,a=1;b=3\n0,2,a=2;b=1\n0,3,a=1;b=2\n0,4,a=2;b=2\n"
+                      "1,1,a=2;b=2\n1,2,a=1;b=1\n")
+    curves = peer_bar.tunekit_curves(trials, peer_bar.read_dataset(csv))
+    assert curves == [[0.0, 1 / 8, 1 / 2, 1.0], [1.0, 1.0]]
+
+    # A varying knob missing from the configs is an error, not a silent mismatch.
+    trials.write_text("seed,trial,config\n0,1,a=1\n")
+    with pytest.raises(SystemExit, match="lack knobs"):
+        peer_bar.tunekit_curves(trials, peer_bar.read_dataset(csv))
+
+
+def test_peer_bar_matches_tunekit_replay_summary(datasets, replay_bin, tmp_path):
+    """On convolution_A4000, the found-score medians peer_bar computes from a --out file equal
+    tunekit-replay's own (its summary JSON), at every budget of the run."""
+    peer_bar = load("peer_bar")
+    csv = datasets / "convolution_A4000.csv"
+    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+    subprocess.run([str(replay_bin), "--dataset", str(csv), "--seeds", "5", "--budget", "50", "--quiet",
+                    "--out", str(out), "--summary-json", str(summary)], check=True, capture_output=True)
+    curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(csv))
+    assert len(curves) == 5 and all(len(c) == 50 for c in curves)
+    expected = json.loads(summary.read_text())["found_score_median"]
+    assert set(expected) == {"25", "50"}
+    for b, value in expected.items():
+        assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
+
+
+def test_optuna_peers_counts_recorded_configs_only(tmp_path):
+    """Combinations outside the recorded set and repeats do not count toward the budget: each
+    point of the curve is a new recorded config (the failed one included, scoring 0 while nothing
+    ran), so a budget below Optuna's 10 random start-up trials is met exactly, and a run never
+    counts more configs than were recorded."""
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    optuna_peers = load("optuna_peers")
+    csv = tmp_path / "small.csv"
+    csv.write_text(SMALL)
+    names, recorded, optimum = optuna_peers.read_space(csv)
+    assert names == ["a", "b", "c"] and optimum == 1.0 and len(recorded) == 6
+    scores = {0.0} | {optimum / t for t in recorded.values() if math.isfinite(t)}
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # multivariate
+    for multivariate in (False, True):
+        for seed in range(2):
+            assert len(optuna_peers.run(optuna, names, recorded, optimum, 3, seed, multivariate, 60)) == 3
+            curve = optuna_peers.run(optuna, names, recorded, optimum, 7, seed, multivariate, 100)
+            assert 3 <= len(curve) <= 6
+            assert all(x <= y for x, y in zip(curve, curve[1:]))
+            assert set(curve) <= scores

@@ -14,15 +14,16 @@ tpe_multivariate). How the answers are given:
   measured config and does not count toward the budget;
 - a config measured before: its recorded mean again, not counted.
 The run stops after `budget` distinct recorded configs, or after --max-trials trials in all
-(default 4 x budget; a sampler that repeats configs often stops short: n@budget). The score is PEERS.md's found score
-after each distinct config (bench/kt_peers.py's found_curve), the table bench/kt_peers.py's.
-PEERS.md's Optuna rows stopped short more often (its univariate TPE at 95-168 distinct configs of
-400), after a number of trials it does not state, so where they stop short they are not
-comparable with these.
+(default 4 x budget): a sampler that repeats configs often stops short (n@budget), and its cells
+past that point are its last score. PEERS.md's default-TPE rows stopped at 95-168 distinct configs
+of 400, after a number of trials it does not state; where either stops short, the later cells are
+not comparable. The score is PEERS.md's found score after each distinct config; the table is
+bench/kt_peers.py's.
 
-PEERS.md does not say how its Optuna rows treated combinations outside the recorded set; this
-treatment reproduces its convolution_A100 and convolution_A4000 rows of seeds 0-24 within 0.01 at
-B = 25 and 50 (docs/performance.md, "The bar over 100 seeds").
+PEERS.md does not say how its Optuna rows treated combinations outside the recorded set; with this
+treatment seeds 0-24 give its rows of gemm_RTX_2080_Ti and gemm_RTX_3090 exactly at B = 25 and 50,
+and those of convolution_A100 and convolution_A4000 within 0.02 (docs/performance.md, "The bar
+over 100 seeds").
 """
 
 import argparse

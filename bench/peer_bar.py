@@ -45,7 +45,7 @@ def tunekit_curves(trials_csv, dataset):
     """Per seed, the found score after each trial of a tunekit-replay --out file. Its configs name
     the knobs of more than one value (name=value;...); the others must be constant in the dataset."""
     names, values, times, optimum = dataset
-    curves, lookup, knobs = {}, None, None
+    curves, best, lookup, knobs = {}, {}, None, None
     with open(trials_csv) as f:
         for row in csv.DictReader(f):
             config = dict(p.split("=", 1) for p in row["config"].split(";"))
@@ -54,10 +54,9 @@ def tunekit_curves(trials_csv, dataset):
                 if any(len({v[k] for v in values}) > 1 for k in range(len(names)) if k not in knobs):
                     raise SystemExit(f"{trials_csv}: its configs lack knobs that vary in the dataset")
                 lookup = {tuple(v[k] for k in knobs): t for v, t in zip(values, times)}
-            t = lookup[tuple(config[names[k]] for k in knobs)]
-            c = curves.setdefault(int(row["seed"]), [])
-            best = min(t, optimum / c[-1] if c and c[-1] > 0 else math.inf)
-            c.append(optimum / best if math.isfinite(best) else 0.0)
+            seed = int(row["seed"])
+            best[seed] = min(best.get(seed, math.inf), lookup[tuple(config[names[k]] for k in knobs)])
+            curves.setdefault(seed, []).append(optimum / best[seed] if math.isfinite(best[seed]) else 0.0)
     return [curves[s] for s in sorted(curves)]
 
 
@@ -82,7 +81,8 @@ def main():
     for path in args.peers:
         for name, d in json.loads(Path(path).read_text()).items():
             peers[name] = d["curves"]
-            runs_to[name] = d["budget"]
+            # Files written before kt_peers.py recorded its budget: as far as the longest run went.
+            runs_to[name] = d.get("budget") or max(len(c) for c in d["curves"])
     budget = max(len(c) for c in ours)
     budgets = [b for b in BUDGETS if b <= budget]
     runs_to[args.label] = budget
@@ -92,6 +92,7 @@ def main():
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + " | e95 | e99 |")
     print("|---|---|" + "---|" * (len(budgets) + 2))
     everyone = [(args.label, ours)] + sorted(peers.items())
+
     def cells(name, value):  # "-" past the budget the strategy ran with
         return " | ".join(f"{value(b):.3f}" if b <= runs_to[name] else "-" for b in budgets)
 
@@ -107,6 +108,8 @@ def main():
     print("|---|---|---|---|---|---|")
     for b in budgets:
         ran = [n for n in peers if b <= runs_to[n]]
+        if not ran:
+            continue
         name = max(ran, key=lambda n: median_at(peers[n], b))
         a = [at(c, b) for c in ours]
         p = [at(c, b) for c in peers[name]]

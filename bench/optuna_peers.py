@@ -98,10 +98,11 @@ def main():
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
     names, recorded, optimum = read_space(args.dataset)
+    max_trials = args.max_trials or 4 * args.budget
     budgets = [b for b in BUDGETS if b <= args.budget]
     print(f"## {Path(args.dataset).stem}\n")
     print(f"{len(recorded)} configs, best {optimum:g} ms; Optuna {optuna.__version__}, budget {args.budget}, "
-          f"at most {args.max_trials or 4 * args.budget} trials; s/run: seconds per run of the sampler\n")
+          f"at most {max_trials} trials; s/run: seconds per run of the sampler\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + f" | e95 | e99 | n@{args.budget} | s/run |")
     print("|---|" + "---|" * (len(budgets) + 5))
     out = {}
@@ -112,8 +113,10 @@ def main():
         for seed in range(args.seeds):
             start = time.perf_counter()
             curves.append(run(optuna, names, recorded, optimum, args.budget, seed, name == "tpe_multivariate",
-                              args.max_trials or 4 * args.budget))
+                              max_trials))
             took.append(time.perf_counter() - start)
+            if not curves[-1]:
+                raise SystemExit(f"{name}, seed {seed}: no recorded config in {max_trials} trials")
         at = {b: statistics.median(c[min(b, len(c)) - 1] for c in curves) for b in budgets}
         n = statistics.median(len(c) for c in curves)
         row = [f"optuna_{name}", str(args.seeds)] + [f"{at[b]:.3f}" for b in budgets] + [

@@ -33,15 +33,21 @@ STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "baye
 BUDGETS = [25, 50, 100, 200, 400]
 
 
+def read_rows(csv_path):
+    """A recorded space (shared/datasets' CSV format): the knob names and each row's fields as
+    strings (the knobs' values, then time_ms and samples). bench/optuna_peers.py and
+    bench/peer_bar.py read it too."""
+    lines = Path(csv_path).read_text().splitlines()
+    return lines[0].split(",")[:-2], [line.split(",") for line in lines[1:] if line]
+
+
 def dataset_as_cache(csv_path, out, samples=True):
     """The dataset as a Kernel Tuner cache file (kernel_tuner/util.py: process_cache's format): "time"
     each row's recorded mean in ms, a failed row RuntimeFailedConfig, and with `samples` "times" its
     samples (Kernel Tuner's simulation answers with "time" alone; tunekit-replay, reading the cache,
     replays "times" where there are any). Returns (tune_params, {config values: recorded ms},
     optimum ms). tests/python/test_kernel_tuner.py uses it too."""
-    lines = Path(csv_path).read_text().splitlines()
-    names = lines[0].split(",")[:-2]
-    rows = [line.split(",") for line in lines[1:] if line]
+    names, rows = read_rows(csv_path)
     tune_params = {n: sorted({int(r[i]) for r in rows}) for i, n in enumerate(names)}
     cache, recorded = {}, {}
     for r in rows:

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to  # noqa: E402
+from kt_peers import BUDGETS, evals_to, read_rows  # noqa: E402
 
 SAMPLERS = ["tpe", "tpe_multivariate"]
 OUTSIDE = 1e9  # the answer for a combination outside the recorded set
@@ -43,13 +43,8 @@ OUTSIDE = 1e9  # the answer for a combination outside the recorded set
 
 def read_space(csv_path):
     """(knob names, {config values: recorded ms}, optimum ms) of a shared/datasets CSV."""
-    lines = Path(csv_path).read_text().splitlines()
-    names = lines[0].split(",")[:-2]
-    recorded = {}
-    for line in lines[1:]:
-        if line:
-            r = line.split(",")
-            recorded[tuple(int(v) for v in r[:len(names)])] = float(r[len(names)])
+    names, rows = read_rows(csv_path)
+    recorded = {tuple(int(v) for v in r[:len(names)]): float(r[len(names)]) for r in rows}
     finite = [t for t in recorded.values() if math.isfinite(t)]
     if not finite:
         raise SystemExit(f"{csv_path}: no config ran")

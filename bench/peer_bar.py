@@ -27,18 +27,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import evals_to  # noqa: E402
+from kt_peers import evals_to, read_rows  # noqa: E402
 
 BUDGETS = [25, 50, 100, 200, 400]
 
 
 def read_dataset(csv_path):
     """(knob names, rows of knob values, recorded ms per row, optimum ms)."""
-    with open(csv_path) as f:
-        rows = [r for r in csv.reader(f) if r]
-    ti = rows[0].index("time_ms")
-    times = [float(r[ti]) for r in rows[1:]]
-    return rows[0][:ti], [r[:ti] for r in rows[1:]], times, min(times)
+    names, rows = read_rows(csv_path)
+    times = [float(r[len(names)]) for r in rows]
+    return names, [r[:len(names)] for r in rows], times, min(times)
 
 
 def tunekit_curves(trials_csv, dataset):

@@ -16,6 +16,11 @@
 
 namespace tunekit::cpu::detail {
 
+/// The widest tile whose input pointers (one per position) conv2d_tile keeps in integer
+/// registers: x86-64 has 16, and the tap loop needs 5 more (the stack pointer, the tap's offset,
+/// the offset table's and the weights' pointers, the end of the loop).
+inline constexpr int conv2d_tile_position_registers = 10;
+
 /// The inner kernel: P output positions x V vectors of output channels, over `taps` taps. Tap t
 /// reads the input values in[off[t] + p * ps] (p < P) and the weight vectors w[t * V * W + v * W]
 /// (V x simd_width output channels); the tile's accumulators are acc[p * V * W + v * W], loaded
@@ -37,14 +42,27 @@ void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) a[p][v] = vfloat{};
   }
+  // Position p's input of every tap is at xb[p][off[t]]. With at most
+  // conv2d_tile_position_registers positions, each xb[p] is a register of its own (the empty asm
+  // hides from the compiler that they are in + p * ps apart; otherwise g++ 12 computes each
+  // broadcast's address from the one before, an integer add per position and tap, and on Intel
+  // cores those adds share ports with the multiply-adds: docs/performance.md). Wider tiles, whose
+  // pointers would not fit the integer registers, keep the adds.
+  constexpr bool own_registers = P > 1 && P <= conv2d_tile_position_registers;
+  const float* xb[P];
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+    xb[p] = in + p * ps;
+    if constexpr (own_registers) asm("" : "+r"(xb[p]));
+  }
   for (std::size_t t = 0; t < taps; ++t, w += OCW) {
-    const float* x = in + off[t];
+    const std::ptrdiff_t o = off[t];
     vfloat wv[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) wv[v] = P > 1 ? load_to_register(w + v * W) : load(w + v * W);
 #pragma GCC unroll 32
     for (int p = 0; p < P; ++p) {
-      const float xp = x[p * ps];
+      const float xp = own_registers ? xb[p][o] : in[o + p * ps];
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) a[p][v] += xp * wv[v];
     }

@@ -50,6 +50,14 @@ double worst_relative_error(const Conv2dKernel& k) {
   return worst;
 }
 
+// A random valid config whose knob `name` has the value `value` (drawn until one has).
+Config sample_with(const Conv2dKernel& k, const std::string& name, const std::string& value, tunekit::Rng& rng) {
+  const auto knob = k.space().knob_index(name);
+  Config c = k.space().sample(rng);
+  while (k.space().knob(knob).to_string(c[knob]) != value) c = k.space().sample(rng);
+  return c;
+}
+
 // What an evaluator does with one configuration, untimed: prepare, one run, verify (the output
 // of that run). The first failure, or verify's result.
 tunekit::RunResult run_and_verify(Conv2dKernel& k, const Config& c, tunekit::Rng& rng) {
@@ -207,6 +215,37 @@ TEST_CASE("conv2d: randomly drawn configs match the reference on odd shapes") {
     CAPTURE(v);
     CHECK(seen.contains(v));
   }
+}
+
+TEST_CASE("conv2d: the kh_kw_ic order leaves out the taps of padding rows, and only those") {
+  // Output rows whose kernel rows lie partly or wholly in the top or bottom padding (pad_h up to
+  // kernel_h: the first and last rows of the second shape see nothing but padding, their output 0),
+  // with stride 1 and 2; every draw in the kh_kw_ic order, the one that leaves those taps out.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 1, .height = 6, .width = 7, .in_channels = 9, .out_channels = 11, .kernel_h = 5, .kernel_w = 3,
+       .pad_h = 2, .pad_w = 1},
+      {.batch = 2, .height = 4, .width = 6, .in_channels = 5, .out_channels = 9, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 3, .pad_w = 1},
+      {.batch = 1, .height = 10, .width = 9, .in_channels = 17, .out_channels = 8, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 2, .pad_w = 1, .stride_h = 2, .stride_w = 1},
+  };
+  tunekit::Rng rng(31);
+  std::set<std::string> layouts;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 5});
+    const auto layout = k.space().knob_index("layout");
+    for (int i = 0; i < 30; ++i) {
+      const Config c = sample_with(k, "reduction", "kh_kw_ic", rng);
+      CAPTURE(k.space().describe(c));
+      const auto r = run_and_verify(k, c, rng);
+      CHECK(r.status == Status::ok);
+      CHECK(worst_relative_error(k) < 1e-5);
+      layouts.insert(k.space().knob(layout).to_string(c[layout]));
+    }
+  }
+  CHECK(layouts.contains("nchw"));
+  CHECK(layouts.contains("nchwc"));
 }
 
 TEST_CASE("conv2d: every instantiated inner kernel computes the right result in both layouts") {
@@ -427,10 +466,8 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
   for (const auto& shape : shapes) {
     CAPTURE(shape.to_string());
     Conv2dKernel k(shape, {.threads = 2, .seed = 13});
-    const auto layout = k.space().knob_index("layout");
     for (int i = 0; i < 30; ++i) {
-      Config c = k.space().sample(rng);
-      while (k.space().knob(layout).to_string(c[layout]) != "gemm1x1") c = k.space().sample(rng);
+      const Config c = sample_with(k, "layout", "gemm1x1", rng);
       CAPTURE(k.space().describe(c));
       const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
       CHECK(r.status == Status::ok);

@@ -16,7 +16,9 @@
 /// with the inner kernel of that width; for a 1x1 kernel without padding in the nchwc layout,
 /// whose packed copy holds the positions contiguously, the positions of a block of rows are
 /// tiled as one row, a tile running on from the end of one row into the next), and the
-/// reduction into chunks of `ic_block` input channels; partial sums of a block stay in a
+/// reduction into chunks of `ic_block` input channels (in the kh_kw_ic order, the taps of the
+/// kernel rows that fall in the top or bottom padding of an output row are left out, as oneDNN's
+/// kernels leave them out: zeros multiplied); partial sums of a block stay in a
 /// per-thread accumulator in a channel-blocked (NCHW[oc]c) layout, written to the NCHW output
 /// when the block is complete. The loop order inside a block, the loops shared among the OpenMP
 /// threads and their schedule are knobs.
@@ -185,6 +187,17 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     for (std::size_t oh = 0; oh < oh_; ++oh)
       row_interior_[oh] = oh * s_.stride_h >= s_.pad_h &&
                           oh * s_.stride_h - s_.pad_h + s_.kernel_h <= s_.height;
+    // In the kh_kw_ic order a chunk's taps go kernel row by kernel row, so the rows that fall in
+    // the top or bottom padding for output row oh are a run at the chunk's start or end: left out.
+    padding_rows_.assign(oh_, {0, 0});
+    if (!flat_ && p_.reduction == Conv2dReduction::kh_kw_ic)
+      for (std::size_t oh = 0; oh < oh_; ++oh) {
+        const std::size_t top = oh * s_.stride_h;  // the first kernel row's row in padded coordinates
+        const std::size_t above = s_.pad_h > top ? std::min(s_.kernel_h, s_.pad_h - top) : 0;
+        const std::size_t end = top + s_.kernel_h, bottom = s_.pad_h + s_.height;
+        const std::size_t below = end > bottom ? std::min(s_.kernel_h - above, end - bottom) : 0;
+        padding_rows_[oh] = {above, below};
+      }
     tile_interior_.resize(blocks_.ow_tiles_total);
     for (std::size_t t = 0; t < blocks_.ow_tiles_total; ++t) {
       const std::size_t iw = t * P_ * s_.stride_w;
@@ -392,17 +405,23 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       return;
     }
     const detail::Conv2dTileFn kernel = tile + 1 == blocks_.ow_tiles_total ? last_tile_ : tile_;
+    // The taps of kernel rows in the padding multiply zeros: left out where they are a run
+    // (padding_rows_), as oneDNN's kernels leave them out.
+    const std::size_t row_taps = (chunk_begin_[j + 1] - t0) / s_.kernel_h;
+    const std::size_t skip = padding_rows_[oh][0] * row_taps;
+    const std::size_t kept = taps - skip - padding_rows_[oh][1] * row_taps;
     if (nchwc_) {
       const float* base = in + ((n * cblocks_) * cstride_ + oh * packed_stride_h_ * wp_ + ow0 * packed_stride_w_) * cb_;
-      kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
+      kernel(base, offset_.data() + t0 + skip, w + skip * ocw_, kept,
+             static_cast<std::ptrdiff_t>(packed_stride_w_ * cb_), acc, j > 0);
     } else if (row_interior_[oh] && tile_interior_[tile]) {
       const float* base = in + (n * s_.in_channels * s_.height + oh * s_.stride_h - s_.pad_h) * s_.width +
                           ow0 * s_.stride_w - s_.pad_w;
       kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w), acc, j > 0);
     } else {
       fill_window(sc, in, n, j, oh, tile);
-      kernel(sc.window, window_offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(s_.stride_w),
-            acc, j > 0);
+      kernel(sc.window, window_offset_.data() + t0 + skip, w + skip * ocw_, kept,
+             static_cast<std::ptrdiff_t>(s_.stride_w), acc, j > 0);
     }
   }
 
@@ -463,6 +482,9 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   AlignedBuffer packed_weights_, packed_input_, scratch_;
   std::size_t acc_size_ = 0, window_size_ = 0, per_thread_ = 0;
   std::vector<char> row_interior_, tile_interior_;
+  // Per output row: the kernel rows in the top and the bottom padding whose taps are left out
+  // (kh_kw_ic only; 0 otherwise).
+  std::vector<std::array<std::size_t, 2>> padding_rows_;
 };
 
 }  // namespace tunekit::cpu

@@ -27,9 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import evals_to, read_rows  # noqa: E402
-
-BUDGETS = [25, 50, 100, 200, 400]
+from kt_peers import BUDGETS, evals_to, read_rows  # noqa: E402
 
 
 def read_dataset(csv_path):

@@ -50,10 +50,12 @@ void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::
   // pointers would not fit the integer registers, keep the adds.
   constexpr bool own_registers = P > 1 && P <= conv2d_tile_position_registers;
   const float* xb[P];
+  if constexpr (own_registers) {
 #pragma GCC unroll 32
-  for (int p = 0; p < P; ++p) {
-    xb[p] = in + p * ps;
-    if constexpr (own_registers) asm("" : "+r"(xb[p]));
+    for (int p = 0; p < P; ++p) {
+      xb[p] = in + p * ps;
+      asm("" : "+r"(xb[p]));
+    }
   }
   for (std::size_t t = 0; t < taps; ++t, w += OCW) {
     const std::ptrdiff_t o = off[t];

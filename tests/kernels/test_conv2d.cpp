@@ -824,6 +824,78 @@ TEST_CASE("conv2d: nchwc tiles of a 1x1 kernel run across the ends of the rows o
   CHECK(plans >= 100);
 }
 
+TEST_CASE("conv2d: nchwc tiles of a strided 1x1 kernel with a copy per thread gather their input as they go") {
+  // Conv2dDirectPlan::gathers(): in the nchwc layout, a strided 1x1 kernel without padding and
+  // packing per_thread, the first output-channel tile to reach a position tile (per thread, chunk
+  // and image) reads its input from the NCHW input and leaves it in the thread's copy for the
+  // others, for tiles of up to conv2d_tile_position_registers positions; shared packing, unit
+  // stride and wider tiles copy before the blocks. Every tile of the target, two images, three
+  // chunks (the last one short), blocks of 1, 3 (a short last block) and 8 rows, every loop
+  // order, both threads on all positions (parallel oc) or on rows of their own (oh); each plan
+  // run twice, the second time on the negated input (it must gather again, not read the first
+  // run's copy).
+  namespace cpu = tunekit::cpu;
+  const Conv2dShape strided{.batch = 2, .height = 15, .width = 29, .in_channels = 11, .out_channels = 40,
+                            .kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2};
+  const Conv2dShape unit{.batch = 1, .height = 7, .width = 13, .in_channels = 11, .out_channels = 40,
+                         .kernel_h = 1, .kernel_w = 1};
+  int plans = 0, gathering = 0;
+  for (const auto& shape : {strided, unit}) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 37});
+    std::vector<double> ref, bound;
+    cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    cpu::AlignedBuffer negated(shape.input_size()), out(shape.output_size());
+    for (std::size_t i = 0; i < negated.size(); ++i) negated[i] = -k.input()[i];
+    std::vector<double> negated_ref(ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) negated_ref[i] = -ref[i];
+    for (auto w : cpu::conv2d_tile_knob_values())
+      for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v) {
+        const int t = static_cast<int>(w);
+        if (!cpu::is_conv2d_tile(t, v) || cpu::conv2d_tile_registers(t, v) > cpu::vector_registers ||
+            static_cast<std::size_t>(t) > shape.out_width())
+          continue;
+        for (auto packing : {cpu::Conv2dPacking::per_thread, cpu::Conv2dPacking::shared})
+          for (int oh_block : {1, 3, 8})
+            for (auto order : {cpu::Conv2dLoopOrder::ic_oc_ow, cpu::Conv2dLoopOrder::ic_ow_oc,
+                               cpu::Conv2dLoopOrder::oc_ic_ow})
+              for (auto parallel : {cpu::Conv2dParallel::oc, cpu::Conv2dParallel::oh}) {
+                const bool gathers = packing == cpu::Conv2dPacking::per_thread && shape.stride_w == 2 &&
+                                     t <= cpu::detail::conv2d_tile_position_registers;
+                CAPTURE(t);
+                CAPTURE(v);
+                CAPTURE(static_cast<int>(packing));
+                CAPTURE(oh_block);
+                CAPTURE(static_cast<int>(order));
+                CAPTURE(static_cast<int>(parallel));
+                cpu::Conv2dParams params;
+                params.layout = cpu::Conv2dLayout::nchwc;
+                params.in_cblock = 8;
+                params.packing = packing;
+                params.ow_tile = t;
+                params.oc_vectors = v;
+                params.oc_tiles = 2;
+                params.ow_tiles = 2;
+                params.oh_block = oh_block;
+                params.ic_block = 4;
+                params.loop_order = order;
+                params.parallel = parallel;
+                cpu::Conv2dDirectPlan plan(shape, params, k.weights(), 2);
+                CHECK(plan.gathers() == gathers);
+                gathering += plan.gathers();
+                for (int run = 0; run < 2; ++run) {
+                  std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+                  plan(run == 0 ? k.input() : negated.data(), out.data());
+                  CHECK(worst_over_bound(out, run == 0 ? ref : negated_ref, bound) <= 1.0);
+                }
+                ++plans;
+              }
+      }
+  }
+  CHECK(plans >= 300);
+  CHECK(gathering >= 100);
+}
+
 TEST_CASE("conv2d: gemm1x1 gathers strided input in its first tile with AVX-512 and AVX2, else copies it") {
   // Conv2dGemm1x1Plan::gathers(): packing per_thread with a stride other than 1 gathers each
   // block's copy in its first output-channel tile where the target has the reader (AVX-512,

@@ -171,6 +171,17 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       packed_size_ = (s_.batch * cblocks_ * cstride_ * cb_ + 15) / 16 * 16;
       detail::conv2d_check_offset(packed_size_);
       per_thread_copy_ = p_.packing == Conv2dPacking::per_thread;
+      // A strided 1x1 kernel with a copy per thread: each position tile's first output-channel
+      // tile gathers the tile's input from the NCHW input as it computes (gather_tile_), into a
+      // copy of [image][chunk][tile][tap][position] (each tile P positions, rb_tiles_ tiles per
+      // block of rows), instead of a copy loop before the blocks.
+      if (flat_ && subsampled_ && per_thread_copy_)
+        gather_tile_ = detail::find_conv2d_gather_tile(p_.ow_tile, p_.oc_vectors);
+      if (gather_tile_) {
+        rb_tiles_ = (oh_block_ * ow_ + P_ - 1) / P_;
+        packed_size_ = (s_.batch * s_.in_channels * oh_blocks_ * rb_tiles_ * P_ + 15) / 16 * 16;
+        detail::conv2d_check_offset(s_.input_size());
+      }
       packed_input_ = AlignedBuffer(packed_size_ * (per_thread_copy_ ? static_cast<std::size_t>(threads_) : 1));
       std::fill(packed_input_.data(), packed_input_.data() + packed_input_.size(), 0.0f);
     } else {
@@ -178,6 +189,26 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
     build_taps();
     pack_weights(weights);
+    if (gather_tile_) {
+      // Per padded position of a block of rows: its pixel in a plane (0 past the block's last
+      // position, whose accumulators are not written out); per tap: its channel's plane; per tap
+      // of a chunk: its row of a tile's copy.
+      const std::size_t padded = rb_tiles_ * P_;
+      gather_pixel_.assign(oh_blocks_ * padded, 0);
+      for (std::size_t hb = 0; hb < oh_blocks_; ++hb)
+        for (std::size_t q = 0; q < flat_positions(hb * oh_block_); ++q) {
+          const std::size_t pos = hb * oh_block_ * ow_ + q;
+          gather_pixel_[hb * padded + q] =
+              static_cast<std::int32_t>(pos / ow_ * s_.stride_h * s_.width + pos % ow_ * s_.stride_w);
+        }
+      gather_plane_.resize(taps_.size());
+      for (std::size_t t = 0; t < taps_.size(); ++t)
+        gather_plane_[t] = static_cast<std::int32_t>(taps_[t][0] * s_.height * s_.width);
+      copy_offset_.resize(blocks_.ic_block);
+      for (std::size_t t = 0; t < copy_offset_.size(); ++t) copy_offset_[t] = static_cast<std::int32_t>(t * P_);
+      filled_size_ = s_.batch * (chunk_begin_.size() - 1) * oh_blocks_ * rb_tiles_;
+      filled_.assign(filled_size_ * static_cast<std::size_t>(threads_), 0);
+    }
 
     acc_size_ = blocks_.oc_tiles * (flat_ ? 1 : oh_block_) * blocks_.ow_tiles * P_ * ocw_;
     window_size_ = nchwc_ ? 0 : blocks_.ic_block * s_.kernel_h * span_;
@@ -205,16 +236,31 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     }
   }
 
+  /// Whether each position tile's input is gathered by its first output-channel tile as it
+  /// computes (detail::conv2d_tile_gather: the nchwc layout, packing per_thread, a strided 1x1
+  /// kernel without padding, a tile of at most conv2d_tile_position_registers positions) rather
+  /// than copied before the blocks.
+  bool gathers() const noexcept { return gather_tile_ != nullptr; }
+
   /// output = conv2d(input, weights): NCHW fp32 in and out, sized as the shape says.
   void operator()(const float* input, float* output) {
     omp_set_schedule(p_.schedule, 0);
 #pragma omp parallel num_threads(threads_)
     {
       const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+      Scratch sc{scratch_.data() + per_thread_ * thread};
+      sc.window = sc.acc + acc_size_;
       const float* in = input;
       if (nchwc_ && per_thread_copy_) {
         float* copy = packed_input_.data() + thread * packed_size_;
-        for (std::size_t row = 0; row < s_.batch * cblocks_ * packed_rows_; ++row) pack_row(input, copy, row);
+        if (gather_tile_) {  // filled by the tiles as they go
+          sc.input = input;
+          sc.copy = copy;
+          sc.filled = filled_.data() + thread * filled_size_;
+          std::fill(sc.filled, sc.filled + filled_size_, 0);
+        } else {
+          for (std::size_t row = 0; row < s_.batch * cblocks_ * packed_rows_; ++row) pack_row(input, copy, row);
+        }
         in = copy;
       } else if (nchwc_) {
         const auto rows = static_cast<std::ptrdiff_t>(s_.batch * cblocks_ * packed_rows_);
@@ -223,8 +269,6 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
           pack_row(input, packed_input_.data(), static_cast<std::size_t>(row));
         in = packed_input_.data();  // complete after the barrier that ends the loop
       }
-      Scratch sc{scratch_.data() + per_thread_ * thread};
-      sc.window = sc.acc + acc_size_;
       detail::conv2d_for_each_block(p_.parallel, s_.batch, blocks_.oc_blocks, oh_blocks_, blocks_.ow_blocks,
                                     [&](std::size_t n, std::size_t cb, std::size_t hb, std::size_t wb) {
                                       block(sc, in, output, n, cb, hb, wb);
@@ -236,6 +280,10 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   struct Scratch {
     float* acc;
     float* window = nullptr;
+    // gather_tile_: the NCHW input, the thread's copy, and which of its tiles are filled.
+    const float* input = nullptr;
+    float* copy = nullptr;
+    char* filled = nullptr;
     // The window in `window`: batch, chunk, row and tile it holds (none at first).
     std::size_t key[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
   };
@@ -399,9 +447,24 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     const std::size_t ow0 = tile * P_;
     if (flat_) {
       const std::size_t left = flat_positions(oh) - ow0;
+      const detail::Conv2dTileFn kernel = left < P_ ? narrow_[left] : tile_;
+      if (gather_tile_) {
+        // Chunk j of this tile in the thread's copy ([tap][position], taps == channels): gathered
+        // by the first output-channel tile that gets here, read from the copy by the others.
+        const std::size_t tl = oh / oh_block_ * rb_tiles_ + tile, IC = s_.in_channels;
+        float* copy = sc.copy + (n * IC + t0) * oh_blocks_ * rb_tiles_ * P_ + tl * P_ * taps;
+        char& filled = sc.filled[(n * (chunk_begin_.size() - 1) + j) * oh_blocks_ * rb_tiles_ + tl];
+        if (!filled) {
+          filled = 1;
+          gather_tile_(sc.input + n * IC * s_.height * s_.width, gather_pixel_.data() + tl * P_,
+                       gather_plane_.data() + t0, copy, w, taps, acc, j > 0);
+        } else {
+          kernel(copy, copy_offset_.data(), w, taps, 1, acc, j > 0);
+        }
+        return;
+      }
       const float* base = in + ((n * cblocks_) * cstride_ + oh * ow_ + ow0) * cb_;
-      (left < P_ ? narrow_[left] : tile_)(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(cb_), acc,
-                                          j > 0);
+      kernel(base, offset_.data() + t0, w, taps, static_cast<std::ptrdiff_t>(cb_), acc, j > 0);
       return;
     }
     const detail::Conv2dTileFn kernel = tile + 1 == blocks_.ow_tiles_total ? last_tile_ : tile_;
@@ -485,6 +548,12 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   // Per output row: the kernel rows in the top and the bottom padding whose taps are left out
   // (kh_kw_ic only; 0 otherwise).
   std::vector<std::array<std::size_t, 2>> padding_rows_;
+  // The gathering tiles (see the constructor): the kernel, position tiles per block of rows,
+  // pixel and plane offsets, a tile copy's tap offsets, and per thread the tiles filled.
+  detail::Conv2dGatherTileFn gather_tile_ = nullptr;
+  std::size_t rb_tiles_ = 0, filled_size_ = 0;
+  std::vector<std::int32_t> gather_pixel_, gather_plane_, copy_offset_;
+  std::vector<char> filled_;
 };
 
 }  // namespace tunekit::cpu

@@ -27,7 +27,11 @@
 /// a zero-padded copy of their window instead); `nchwc` packs the input into a zero-padded,
 /// channel-blocked NCHW[in_cblock]c copy first (in_cblock 1: a zero-padded NCHW copy; for a
 /// strided 1x1 kernel without padding, only the pixels it reads), either shared among the threads
-/// or one copy per thread. Weights are always packed into [oc tile][tap][oc_vectors x simd_width]
+/// or one copy per thread (for a strided 1x1 kernel without padding, a copy per thread is not
+/// made before the blocks: the first output-channel tile to reach a position tile gathers that
+/// tile's pixels from the NCHW input as it computes, detail::conv2d_tile_gather, and the others
+/// read them from the copy, so the strided reads overlap the multiply-adds; see gathers()).
+/// Weights are always packed into [oc tile][tap][oc_vectors x simd_width]
 /// panels when a configuration is prepared (inference with pre-packed weights); input packing,
 /// when chosen, and the write of the accumulators into the NCHW output are part of every run.
 

@@ -3,8 +3,10 @@
 /// The inner kernel of the conv2d's direct plan (conv2d/direct.hpp): a register tile of P output
 /// positions x V vectors of output channels over a list of taps, each tap read through an offset
 /// table, instantiated for every shape of conv2d_tile_widths x 1..conv2d_max_oc_vectors that
-/// fits the registers. The gemm1x1 plan (conv2d/gemm1x1.hpp) computes the partial last vector of
-/// positions of a plane with it.
+/// fits the registers, and its gathering variant (conv2d_tile_gather: the input read from NCHW
+/// and left in a copy as it goes) for tiles of up to conv2d_tile_position_registers positions.
+/// The gemm1x1 plan (conv2d/gemm1x1.hpp) computes the partial last vector of positions of a plane
+/// with the inner kernel.
 
 #include "tunekit/kernels/cpu/conv2d/shape.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"

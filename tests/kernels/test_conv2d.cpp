@@ -868,18 +868,10 @@ TEST_CASE("conv2d: nchwc tiles of a strided 1x1 kernel with a copy per thread ga
                 CAPTURE(oh_block);
                 CAPTURE(static_cast<int>(order));
                 CAPTURE(static_cast<int>(parallel));
-                cpu::Conv2dParams params;
-                params.layout = cpu::Conv2dLayout::nchwc;
-                params.in_cblock = 8;
-                params.packing = packing;
-                params.ow_tile = t;
-                params.oc_vectors = v;
-                params.oc_tiles = 2;
-                params.ow_tiles = 2;
-                params.oh_block = oh_block;
-                params.ic_block = 4;
-                params.loop_order = order;
-                params.parallel = parallel;
+                const cpu::Conv2dParams params{.layout = cpu::Conv2dLayout::nchwc, .in_cblock = 8, .packing = packing,
+                                               .oc_vectors = v, .ow_tile = t, .oc_tiles = 2, .ow_tiles = 2,
+                                               .oh_block = oh_block, .ic_block = 4, .loop_order = order,
+                                               .parallel = parallel};
                 cpu::Conv2dDirectPlan plan(shape, params, k.weights(), 2);
                 CHECK(plan.gathers() == gathers);
                 gathering += plan.gathers();

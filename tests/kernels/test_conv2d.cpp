@@ -58,6 +58,21 @@ Config sample_with(const Conv2dKernel& k, const std::string& name, const std::st
   return c;
 }
 
+// The direct plan's tiles (ow_tile, oc_vectors) that this target instantiates and that fit its
+// vector registers, at most `out_width` positions wide.
+std::vector<std::pair<int, int>> direct_tiles(std::size_t out_width) {
+  namespace cpu = tunekit::cpu;
+  std::vector<std::pair<int, int>> tiles;
+  for (auto w : cpu::conv2d_tile_knob_values())
+    for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v) {
+      const int t = static_cast<int>(w);
+      if (cpu::is_conv2d_tile(t, v) && cpu::conv2d_tile_registers(t, v) <= cpu::vector_registers &&
+          static_cast<std::size_t>(t) <= out_width)
+        tiles.emplace_back(t, v);
+    }
+  return tiles;
+}
+
 // What an evaluator does with one configuration, untimed: prepare, one run, verify (the output
 // of that run). The first failure, or verify's result.
 tunekit::RunResult run_and_verify(Conv2dKernel& k, const Config& c, tunekit::Rng& rng) {
@@ -790,36 +805,31 @@ TEST_CASE("conv2d: nchwc tiles of a 1x1 kernel run across the ends of the rows o
     std::vector<double> ref, bound;
     cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
     cpu::AlignedBuffer out(shape.output_size());
-    for (auto w : cpu::conv2d_tile_knob_values())
-      for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v) {
-        const int t = static_cast<int>(w);
-        if (!cpu::is_conv2d_tile(t, v) || cpu::conv2d_tile_registers(t, v) > cpu::vector_registers ||
-            static_cast<std::size_t>(t) > shape.out_width())
-          continue;
-        for (int oh_block : {1, 3, 8})
-          for (int tiles : {1, cpu::conv2d_max_block_tiles}) {
-            CAPTURE(t);
-            CAPTURE(v);
-            CAPTURE(oh_block);
-            CAPTURE(tiles);
-            cpu::Conv2dParams params;
-            params.layout = cpu::Conv2dLayout::nchwc;
-            params.in_cblock = oh_block == 3 ? 1 : 8;
-            params.packing = tiles == 1 ? cpu::Conv2dPacking::per_thread : cpu::Conv2dPacking::shared;
-            params.ow_tile = t;
-            params.oc_vectors = v;
-            params.oc_tiles = tiles;
-            params.ow_tiles = tiles;
-            params.oh_block = oh_block;
-            params.ic_block = 4;
-            params.parallel = oh_block == 1 ? cpu::Conv2dParallel::oh : cpu::Conv2dParallel::oc_oh;
-            cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
-            std::fill(out.data(), out.data() + out.size(), std::nanf(""));
-            plan(k.input(), out.data());
-            CHECK(worst_over_bound(out, ref, bound) <= 1.0);
-            ++plans;
-          }
-      }
+    for (const auto& [t, v] : direct_tiles(shape.out_width())) {
+      for (int oh_block : {1, 3, 8})
+        for (int tiles : {1, cpu::conv2d_max_block_tiles}) {
+          CAPTURE(t);
+          CAPTURE(v);
+          CAPTURE(oh_block);
+          CAPTURE(tiles);
+          cpu::Conv2dParams params;
+          params.layout = cpu::Conv2dLayout::nchwc;
+          params.in_cblock = oh_block == 3 ? 1 : 8;
+          params.packing = tiles == 1 ? cpu::Conv2dPacking::per_thread : cpu::Conv2dPacking::shared;
+          params.ow_tile = t;
+          params.oc_vectors = v;
+          params.oc_tiles = tiles;
+          params.ow_tiles = tiles;
+          params.oh_block = oh_block;
+          params.ic_block = 4;
+          params.parallel = oh_block == 1 ? cpu::Conv2dParallel::oh : cpu::Conv2dParallel::oc_oh;
+          cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+          std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+          plan(k.input(), out.data());
+          CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+          ++plans;
+        }
+    }
   }
   CHECK(plans >= 100);
 }
@@ -849,40 +859,35 @@ TEST_CASE("conv2d: nchwc tiles of a strided 1x1 kernel with a copy per thread ga
     for (std::size_t i = 0; i < negated.size(); ++i) negated[i] = -k.input()[i];
     std::vector<double> negated_ref(ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) negated_ref[i] = -ref[i];
-    for (auto w : cpu::conv2d_tile_knob_values())
-      for (int v = 1; v <= cpu::conv2d_max_oc_vectors; ++v) {
-        const int t = static_cast<int>(w);
-        if (!cpu::is_conv2d_tile(t, v) || cpu::conv2d_tile_registers(t, v) > cpu::vector_registers ||
-            static_cast<std::size_t>(t) > shape.out_width())
-          continue;
-        for (auto packing : {cpu::Conv2dPacking::per_thread, cpu::Conv2dPacking::shared})
-          for (int oh_block : {1, 3, 8})
-            for (auto order : {cpu::Conv2dLoopOrder::ic_oc_ow, cpu::Conv2dLoopOrder::ic_ow_oc,
-                               cpu::Conv2dLoopOrder::oc_ic_ow})
-              for (auto parallel : {cpu::Conv2dParallel::oc, cpu::Conv2dParallel::oh}) {
-                const bool gathers = packing == cpu::Conv2dPacking::per_thread && shape.stride_w == 2 &&
-                                     t <= cpu::detail::conv2d_tile_position_registers;
-                CAPTURE(t);
-                CAPTURE(v);
-                CAPTURE(static_cast<int>(packing));
-                CAPTURE(oh_block);
-                CAPTURE(static_cast<int>(order));
-                CAPTURE(static_cast<int>(parallel));
-                const cpu::Conv2dParams params{.layout = cpu::Conv2dLayout::nchwc, .in_cblock = 8, .packing = packing,
-                                               .oc_vectors = v, .ow_tile = t, .oc_tiles = 2, .ow_tiles = 2,
-                                               .oh_block = oh_block, .ic_block = 4, .loop_order = order,
-                                               .parallel = parallel};
-                cpu::Conv2dDirectPlan plan(shape, params, k.weights(), 2);
-                CHECK(plan.gathers() == gathers);
-                gathering += plan.gathers();
-                for (int run = 0; run < 2; ++run) {
-                  std::fill(out.data(), out.data() + out.size(), std::nanf(""));
-                  plan(run == 0 ? k.input() : negated.data(), out.data());
-                  CHECK(worst_over_bound(out, run == 0 ? ref : negated_ref, bound) <= 1.0);
-                }
-                ++plans;
+    for (const auto& [t, v] : direct_tiles(shape.out_width())) {
+      for (auto packing : {cpu::Conv2dPacking::per_thread, cpu::Conv2dPacking::shared})
+        for (int oh_block : {1, 3, 8})
+          for (auto order : {cpu::Conv2dLoopOrder::ic_oc_ow, cpu::Conv2dLoopOrder::ic_ow_oc,
+                             cpu::Conv2dLoopOrder::oc_ic_ow})
+            for (auto parallel : {cpu::Conv2dParallel::oc, cpu::Conv2dParallel::oh}) {
+              const bool gathers = packing == cpu::Conv2dPacking::per_thread && shape.stride_w == 2 &&
+                                   t <= cpu::detail::conv2d_tile_position_registers;
+              CAPTURE(t);
+              CAPTURE(v);
+              CAPTURE(static_cast<int>(packing));
+              CAPTURE(oh_block);
+              CAPTURE(static_cast<int>(order));
+              CAPTURE(static_cast<int>(parallel));
+              const cpu::Conv2dParams params{.layout = cpu::Conv2dLayout::nchwc, .in_cblock = 8, .packing = packing,
+                                             .oc_vectors = v, .ow_tile = t, .oc_tiles = 2, .ow_tiles = 2,
+                                             .oh_block = oh_block, .ic_block = 4, .loop_order = order,
+                                             .parallel = parallel};
+              cpu::Conv2dDirectPlan plan(shape, params, k.weights(), 2);
+              CHECK(plan.gathers() == gathers);
+              gathering += plan.gathers();
+              for (int run = 0; run < 2; ++run) {
+                std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+                plan(run == 0 ? k.input() : negated.data(), out.data());
+                CHECK(worst_over_bound(out, run == 0 ? ref : negated_ref, bound) <= 1.0);
               }
-      }
+              ++plans;
+            }
+    }
   }
   CHECK(plans >= 300);
   CHECK(gathering >= 100);

@@ -101,7 +101,8 @@ enum class Conv2dLayout {
 /// Who packs the input of the nchwc layout.
 enum class Conv2dPacking {
   shared,     ///< the threads share the packing of one copy (its parts move between cores)
-  per_thread  ///< each thread packs a whole copy of its own (no data moves between cores)
+  per_thread  ///< each thread packs a whole copy of its own (no data moves between cores); for a
+              ///< strided 1x1 kernel without padding, tile by tile as it computes (direct.hpp)
 };
 
 /// The order of the taps inside one chunk of input channels (and of the packed weights).

@@ -5,7 +5,9 @@
 # MPIRUN: the launcher with its rank count ("mpirun -n 3 ..."); ARGS: tunekit-replay's arguments
 # of a single-task replay with --seeds 1 (--log needs it).
 # 1. The serial run, with its log.
-# 2. The farm run, slowed down (--sleep), with --log: once the log holds a quarter of the budget,
+# 2. The farm run, slowed down (--sleep 0.2: 0.05 let a run on a loaded machine, with other tests
+#    compiling beside it, reach its end before rank 1 was found and killed), with --log: once the
+#    log holds a quarter of the budget,
 #    rank 1 gets SIGKILL. Open MPI then aborts the whole job (MPI's default error handler; the
 #    other ranks get SIGTERM): the run must fail, mpirun must say why, and the log must hold
 #    every record told before the kill, each the serial run's record of that trial (config,
@@ -23,7 +25,7 @@ mkdir -p "$work"
 "$replay" "${args[@]}" --quiet --log "$work/serial.jsonl" --out "$work/serial.csv" > "$work/serial.txt" 2>&1
 
 # shellcheck disable=SC2086
-$launcher "$replay" "${args[@]}" --sleep 0.05 --quiet --log "$work/run.jsonl" --out "$work/killed.csv" \
+$launcher "$replay" "${args[@]}" --sleep 0.2 --quiet --log "$work/run.jsonl" --out "$work/killed.csv" \
   > "$work/killed.txt" 2>&1 &
 launcher_pid=$!
 trap 'kill "$launcher_pid" 2> /dev/null || true' EXIT  # should the test fail with the job running

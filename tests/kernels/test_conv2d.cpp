@@ -805,7 +805,8 @@ TEST_CASE("conv2d: nchwc tiles of a 1x1 kernel run across the ends of the rows o
     std::vector<double> ref, bound;
     cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
     cpu::AlignedBuffer out(shape.output_size());
-    for (const auto& [t, v] : direct_tiles(shape.out_width())) {
+    for (const auto& [width, vectors] : direct_tiles(shape.out_width())) {
+      const int t = width, v = vectors;  // copies: clang 14's lambdas (CAPTURE) take no structured binding
       for (int oh_block : {1, 3, 8})
         for (int tiles : {1, cpu::conv2d_max_block_tiles}) {
           CAPTURE(t);
@@ -859,7 +860,8 @@ TEST_CASE("conv2d: nchwc tiles of a strided 1x1 kernel with a copy per thread ga
     for (std::size_t i = 0; i < negated.size(); ++i) negated[i] = -k.input()[i];
     std::vector<double> negated_ref(ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) negated_ref[i] = -ref[i];
-    for (const auto& [t, v] : direct_tiles(shape.out_width())) {
+    for (const auto& [width, vectors] : direct_tiles(shape.out_width())) {
+      const int t = width, v = vectors;  // copies: clang 14's lambdas (CAPTURE) take no structured binding
       for (auto packing : {cpu::Conv2dPacking::per_thread, cpu::Conv2dPacking::shared})
         for (int oh_block : {1, 3, 8})
           for (auto order : {cpu::Conv2dLoopOrder::ic_oc_ow, cpu::Conv2dLoopOrder::ic_ow_oc,

@@ -147,4 +147,11 @@ inline void conv2d_check_offset(std::size_t n) {
     throw std::invalid_argument("Conv2dPlan: input too large for 32-bit tap offsets");
 }
 
+/// The pixel that output position p of an image (its positions in order, row by row) reads with
+/// a 1x1 kernel without padding: its offset in an input plane, as a 32-bit offset table holds it.
+inline std::int32_t conv2d_pixel_of(const Conv2dShape& s, std::size_t p) {
+  const std::size_t ow = s.out_width();
+  return static_cast<std::int32_t>(p / ow * s.stride_h * s.width + p % ow * s.stride_w);
+}
+
 }  // namespace tunekit::cpu::detail

@@ -200,11 +200,8 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       const std::size_t padded = rb_tiles_ * P_;
       gather_pixel_.assign(oh_blocks_ * padded, 0);
       for (std::size_t hb = 0; hb < oh_blocks_; ++hb)
-        for (std::size_t q = 0; q < flat_positions(hb * oh_block_); ++q) {
-          const std::size_t pos = hb * oh_block_ * ow_ + q;
-          gather_pixel_[hb * padded + q] =
-              static_cast<std::int32_t>(pos / ow_ * s_.stride_h * s_.width + pos % ow_ * s_.stride_w);
-        }
+        for (std::size_t q = 0; q < flat_positions(hb * oh_block_); ++q)
+          gather_pixel_[hb * padded + q] = detail::conv2d_pixel_of(s_, hb * oh_block_ * ow_ + q);
       gather_plane_.resize(taps_.size());
       for (std::size_t t = 0; t < taps_.size(); ++t)
         gather_plane_[t] = static_cast<std::int32_t>(taps_[t][0] * s_.height * s_.width);

@@ -369,7 +369,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
         std::int32_t pixel[simd_width];
         const std::size_t p0 = q * simd_width, count = std::min<std::size_t>(simd_width, positions_ - p0);
         for (std::size_t j = 0; j < count; ++j)
-          pixel[j] = static_cast<std::int32_t>(((p0 + j) / ow_) * s_.stride_h * s_.width + ((p0 + j) % ow_) * s_.stride_w);
+          pixel[j] = detail::conv2d_pixel_of(s_, p0 + j);
         gather_ = gather_ && input_vectors_[q].set(pixel, static_cast<int>(count));
       }
       if (gather_) gather_kernels_ = detail::conv2d_gather_kernels(p_.oc_rows);

@@ -414,13 +414,16 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
   CHECK(tunekit::cpu::Conv2dPlan(shape, gemm, w.data(), 2).threads() == 2);
 }
 
-TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full vector blocks") {
-  // 1x1 stride 2 without padding packs a subsampled copy; 16 and 8 input channels per block
-  // take the transposing paths of the packing when they are whole vectors (8 and 16 with AVX2,
-  // 16 with AVX-512: one or two transposed blocks of simd_width channels), with partial loads
-  // for the last columns of a row (rows of 81, 14 and 20 columns read with stride 2, of 40 and 7
-  // columns read whole); 40 output positions per row take the transposing write-out with an
-  // overlapping last block.
+TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and every channel block") {
+  // 1x1 stride 2 without padding packs a subsampled copy; every channel block of 2 or more is
+  // packed by transposed blocks of simd_width channels x simd_width columns (one or two blocks of
+  // a vector's channels for 8 and 16; blocks of fewer channels than a vector store 2, 4 or 8
+  // floats per column), with partial loads for the last columns of a row (rows of 81, 14 and 20
+  // columns read with stride 2, of 40, 7 and 30 columns read whole), and a subsampled copy of 1
+  // channel per block from the even lanes of two vectors; the last block of 35 input channels,
+  // and every block of 3 (a 7x7/2 kernel, as ResNet-18's first layer), has fewer channels than
+  // the block (the others stay zero); 40 output positions per row take the transposing write-out
+  // with an overlapping last block.
   const std::vector<Conv2dShape> shapes{
       {.batch = 2, .height = 9, .width = 81, .in_channels = 35, .out_channels = 33, .kernel_h = 1, .kernel_w = 1,
        .stride_h = 2, .stride_w = 2},
@@ -432,6 +435,8 @@ TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full
        .stride_h = 1, .stride_w = 2},
       {.batch = 1, .height = 7, .width = 7, .in_channels = 48, .out_channels = 16, .kernel_h = 3, .kernel_w = 3,
        .pad_h = 1, .pad_w = 1},
+      {.batch = 2, .height = 11, .width = 30, .in_channels = 3, .out_channels = 24, .kernel_h = 7, .kernel_w = 7,
+       .pad_h = 3, .pad_w = 3, .stride_h = 2, .stride_w = 2},
   };
   for (const auto& shape : shapes) {
     CAPTURE(shape.to_string());
@@ -439,7 +444,7 @@ TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and full
     std::vector<double> ref, bound;
     tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
     tunekit::cpu::AlignedBuffer out(shape.output_size());
-    for (int cblock : {1, 4, 8, 16})
+    for (int cblock : {1, 2, 4, 8, 16})
       for (auto packing : {tunekit::cpu::Conv2dPacking::shared, tunekit::cpu::Conv2dPacking::per_thread})
         for (int ow_tile : {5, 8}) {
           CAPTURE(cblock);

@@ -48,6 +48,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -356,53 +357,65 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     const float* src = input + ((n * IC + c0) * H + ih) * W;
     if (subsampled_) {
       const std::size_t sw = s_.stride_w;
-      std::size_t x = 0;
-      if (sw == 2 && cb % V == 0 && cn == cb) {
-        // Each vector from two vectors of the channel's row (their even lanes); near the row's end
-        // from partial loads of what is left of it.
-        pack_transposed(d, ow_, [&](std::size_t c, std::size_t x0, std::size_t) {
-          const float* p = src + c * H * W + 2 * x0;
-          const std::size_t left = W - 2 * x0;  // input columns left
-          const vfloat lo = left >= V ? load(p) : load_first(p, left);
-          const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
-          return detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
-        });
-        x = ow_;
+      if (sw != 2) {
+        for (std::size_t c = 0; c < cn; ++c)
+          for (std::size_t x = 0; x < ow_; ++x) d[x * cb + c] = src[c * H * W + x * sw];
+        return;
       }
-      for (std::size_t c = 0; c < cn; ++c)
-        for (std::size_t xx = x; xx < ow_; ++xx) d[xx * cb + c] = src[c * H * W + xx * sw];
+      // Columns x0 to x0 + cols - 1 of channel c's row: the even lanes of two vectors of the input
+      // row, near the row's end from partial loads of what is left of it.
+      auto even = [&](std::size_t c, std::size_t x0) {
+        const float* p = src + c * H * W + 2 * x0;
+        const std::size_t left = W - 2 * x0;  // input columns left
+        const vfloat lo = left >= V ? load(p) : load_first(p, left);
+        const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
+        return detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+      };
+      if (cb == 1) {
+        for (std::size_t x0 = 0; x0 < ow_; x0 += V) {
+          const vfloat v = even(0, x0);
+          if (x0 + V <= ow_)
+            store(d + x0, v);
+          else
+            store_first(d + x0, v, ow_ - x0);
+        }
+      } else {
+        pack_transposed(d, ow_, cn, [&](std::size_t c, std::size_t x0, std::size_t) { return even(c, x0); });
+      }
       return;
     }
     if (cb == 1) {
       std::copy(src, src + W, d);
       return;
     }
-    std::size_t iw = 0;
-    if (cb % V == 0 && cn == cb) {
-      // Each vector loaded from the channel's row; the last, narrower one a partial load.
-      pack_transposed(d, W, [&](std::size_t c, std::size_t x0, std::size_t cols) {
-        const float* p = src + c * H * W + x0;
-        return cols == V ? load(p) : load_first(p, cols);
-      });
-      iw = W;
-    }
-    for (std::size_t c = 0; c < cn; ++c)
-      for (std::size_t x = iw; x < W; ++x) d[x * cb + c] = src[c * H * W + x];
+    // Each vector loaded from the channel's row; the last, narrower one a partial load.
+    pack_transposed(d, W, cn, [&](std::size_t c, std::size_t x0, std::size_t cols) {
+      const float* p = src + c * H * W + x0;
+      return cols == V ? load(p) : load_first(p, cols);
+    });
   }
 
   // Columns [0, width) of one row of the NCHW[cb]c copy at d, in blocks of simd_width channels x
   // simd_width columns: read(c, x0, cols) gives channel c's columns x0 to x0 + cols - 1 (cols <=
-  // simd_width) as a vector, and each block is transposed and stored.
+  // simd_width) as a vector for each of the first `channels` channels of the block (the others,
+  // which the block lacks, are written as zeros), and each block is transposed and its columns
+  // stored, cb floats each when cb is less than simd_width.
   template <class Read>
-  void pack_transposed(float* d, std::size_t width, Read read) const {
+  void pack_transposed(float* d, std::size_t width, std::size_t channels, Read read) const {
     constexpr auto V = static_cast<std::size_t>(simd_width);
     for (std::size_t x0 = 0; x0 < width; x0 += V) {
       const std::size_t cols = std::min(V, width - x0);
       for (std::size_t g = 0; g < cb_; g += V) {
         vfloat v[simd_width];
-        for (std::size_t c = 0; c < V; ++c) v[c] = read(g + c, x0, cols);
+        for (std::size_t c = 0; c < V; ++c) v[c] = g + c < channels ? read(g + c, x0, cols) : vfloat{};
         detail::transpose(v);
-        for (std::size_t q = 0; q < cols; ++q) store(d + (x0 + q) * cb_ + g, v[q]);
+        float* o = d + x0 * cb_ + g;
+        switch (std::min(V, cb_)) {  // cb_ is a power of 2, at least 2 here
+          case 2: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 2 * sizeof(float)); break;
+          case 4: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 4 * sizeof(float)); break;
+          case 8: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 8 * sizeof(float)); break;
+          default: for (std::size_t q = 0; q < cols; ++q) store(o + q * cb_, v[q]); break;
+        }
       }
     }
   }

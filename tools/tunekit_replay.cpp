@@ -26,6 +26,7 @@
 #include <span>
 #include <iostream>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -65,7 +66,8 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
   --overhead SECONDS     simulated cost per config on top of its run times        [1.0]
   --out trials.csv       one row per (seed, trial): its status and time, the best so far,
                          the tuning clock, the measurement seconds so far, the score
-  --summary-json FILE    the summary as JSON (score per budget, evals to 0.95/0.99)
+  --summary-json FILE    the summary as JSON (score per budget: median, quartiles and
+                         mean over the seeds; evals to 0.95/0.99)
   --workers W            measure each batch on W local worker processes in parallel
                          (LocalFarm): the same trials and results as serially   [0: serial]
   --sleep X              make each config's simulated time take X times that in wall
@@ -560,7 +562,7 @@ int main(int argc, char** argv) {
     for (const auto kind : {tunekit::ScoreKind::held, tunekit::ScoreKind::found}) {
       const std::string prefix = kind == tunekit::ScoreKind::held ? "" : "found_";
       nlohmann::json med = nlohmann::json::object(), p25 = nlohmann::json::object(),
-                     p75 = nlohmann::json::object();
+                     p75 = nlohmann::json::object(), mean = nlohmann::json::object();
       std::printf("%s\n%-8s %8s %8s %8s\n",
                   kind == tunekit::ScoreKind::held ? "score (the tuner's best by its own measurements):"
                                                    : "found (the best measured config, PEERS.md's score):",
@@ -572,12 +574,14 @@ int main(int argc, char** argv) {
         med[key] = tunekit::quantile(s, 0.5);
         p25[key] = tunekit::quantile(s, 0.25);
         p75[key] = tunekit::quantile(s, 0.75);
+        mean[key] = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size());
         std::printf("%-8zu %8.3f %8.3f %8.3f\n", b, p25[key].get<double>(), med[key].get<double>(),
                     p75[key].get<double>());
       }
       summary[prefix + "score_median"] = med;
       summary[prefix + "score_p25"] = p25;
       summary[prefix + "score_p75"] = p75;
+      summary[prefix + "score_mean"] = mean;
       std::vector<double> e95, e99;
       for (const auto& t : traces) {
         e95.push_back(tunekit::evals_to(t, 0.95, kind));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -36,7 +37,8 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
                                         "evals_to_99_median", "wall_seconds_per_run", "evaluator",
                                         "measure_seconds_to_95_median", "measure_seconds_median",
                                         "found_score_median", "found_score_p25", "found_score_p75",
-                                        "found_evals_to_95_median", "found_evals_to_99_median", "time_score"});
+                                        "found_evals_to_95_median", "found_evals_to_99_median", "time_score",
+                                        "score_mean", "found_score_mean"});
     CHECK(j["seeds"] == 4);
     CHECK(j["budget"] == 120);
     CHECK(j["tuner"] == "random");
@@ -51,14 +53,28 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
       CHECK(j["found_score_median"][key].get<double>() >= v.get<double>());
     }
     CHECK(checkpoints == std::set<std::string>{"25", "50", "100"});
-    // trials.csv: a header and one row per (seed, trial).
+    // trials.csv: a header and one row per (seed, trial); its last column is the held score, whose
+    // mean over the seeds at each checkpoint is score_mean.
     std::ifstream tin(trials);
     std::string line;
     std::size_t rows = 0;
     std::getline(tin, line);
     CHECK(line == "seed,trial,config,status,time_ms,best_time_ms,simulated_seconds,measure_seconds,score");
-    while (std::getline(tin, line)) ++rows;
+    std::map<std::string, double> sum;  // checkpoint -> sum over seeds of the score at it
+    while (std::getline(tin, line)) {
+      ++rows;
+      const auto trial = std::stoul(line.substr(line.find(',') + 1));
+      if (trial == 25 || trial == 50 || trial == 100)
+        sum[std::to_string(trial)] += std::stod(line.substr(line.rfind(',') + 1));
+    }
     CHECK(rows == 4 * 120);
+    for (const auto& [key, v] : j["score_mean"].items()) {
+      CAPTURE(key);
+      CHECK(v.get<double>() == doctest::Approx(sum[key] / 4).epsilon(1e-5));
+      CHECK(j["found_score_mean"][key].get<double>() >= v.get<double>());
+      CHECK(j["found_score_mean"][key].get<double>() <= 1.0);
+    }
+    CHECK(j["score_mean"].size() == 3);
   }
   // Bad input: a clear error and a non-zero exit.
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset /nonexistent.csv") != 0);

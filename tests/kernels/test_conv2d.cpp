@@ -422,8 +422,8 @@ TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and ever
   // columns read with stride 2, of 40, 7 and 30 columns read whole), and a subsampled copy of 1
   // channel per block from the even lanes of two vectors; the last block of 35 input channels,
   // and every block of 3 (a 7x7/2 kernel, as ResNet-18's first layer), has fewer channels than
-  // the block (the others stay zero); 40 output positions per row take the transposing write-out
-  // with an overlapping last block.
+  // the block (the others are written as zeros); 40 output positions per row take the
+  // transposing write-out with an overlapping last block.
   const std::vector<Conv2dShape> shapes{
       {.batch = 2, .height = 9, .width = 81, .in_channels = 35, .out_channels = 33, .kernel_h = 1, .kernel_w = 1,
        .stride_h = 2, .stride_w = 2},

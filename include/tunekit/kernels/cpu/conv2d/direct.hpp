@@ -410,7 +410,9 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
         for (std::size_t c = 0; c < V; ++c) v[c] = g + c < channels ? read(g + c, x0, cols) : vfloat{};
         detail::transpose(v);
         float* o = d + x0 * cb_ + g;
-        switch (std::min(V, cb_)) {  // cb_ is a power of 2, at least 2 here
+        // cb_ is a power of 2, at least 2 here. Fewer floats than a vector go as one store of a
+        // constant size (store_first would store them one by one without AVX-512).
+        switch (std::min(V, cb_)) {
           case 2: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 2 * sizeof(float)); break;
           case 4: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 4 * sizeof(float)); break;
           case 8: for (std::size_t q = 0; q < cols; ++q) std::memcpy(o + q * cb_, &v[q], 8 * sizeof(float)); break;

@@ -110,9 +110,9 @@ if [[ $what == thread || $what == all ]]; then
   #   compile-fail diagnostics with GCC; their regex also takes clang 14's form).
   # - docs.*: the documentation's programs, built and run by the Release and ASan runs.
   # - the search-space tests of the CPU kernels (conv2d's ResNet-18 space, the GEMM space, where
-  #   gemm1x1 is offered): they enumerate and sample the spaces on one thread, with no OpenMP, and
-  #   take ~5 minutes under TSan; ASan+UBSan runs them.
+  #   gemm1x1 and gemm_rows are offered): they enumerate and sample the spaces on one thread, with
+  #   no OpenMP, and take ~5 minutes under TSan; ASan+UBSan runs them.
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 900 \
-    -E '^consumer\.|^compile_fail\.|^docs\.|^conv2d: the space of a ResNet-18 layer|^the GEMM space:|^conv2d: gemm1x1 is offered'
+    -E '^consumer\.|^compile_fail\.|^docs\.|^conv2d: the space of a ResNet-18 layer|^the GEMM space:|^conv2d: gemm1x1 is offered|^conv2d: gemm_rows is offered'
 fi
 echo "sanitize: no sanitizer reports"

@@ -1,8 +1,11 @@
 // Prints the kernels that tests/kernels/register_tiles.sh checks, one per line, as objdump -C
 // names them: every conv2d direct tile conv2d_tile<P, V> with P > 1 that fits the target's vector
 // registers (the register rule at tunekit::cpu::vector_registers), and every GEMM micro-kernel
-// micro_kernel<MR, NV, U, PackedA> that holds its row of B in registers (micro_kernel_holds_b).
+// micro_kernel<MR, NV, U, PackedA> that holds its row of B in registers (micro_kernel_holds_b),
+// and every gemm_rows micro-kernel conv2d_rows_kernel<MR, NV> that does (its unroll is
+// conv2d_gemm_unroll's).
 // Built with the same -march as tunekit_tests, so the rule is the one its kernels were built by.
+#include <tunekit/kernels/cpu/conv2d/gemm1x1.hpp>
 #include <tunekit/kernels/cpu/conv2d/shape.hpp>
 #include <tunekit/kernels/cpu/gemm.hpp>
 
@@ -20,4 +23,8 @@ int main() {
       for (int u : {1, 2, 4, 8})
         if (cpu::register_tile_registers(mr, nv) <= cpu::vector_registers && cpu::detail::micro_kernel_holds_b(mr, nv, u))
           for (const char* packed : {"false", "true"}) std::printf("micro_kernel<%d, %d, %d, %s>\n", mr, nv, u, packed);
+  for (int mr : cpu::conv2d_gemm_rows)
+    for (int nv = 1; nv <= cpu::conv2d_max_oc_vectors; ++nv)
+      if (cpu::is_conv2d_gemm_tile(mr, nv) && cpu::detail::micro_kernel_holds_b(mr, nv, cpu::detail::conv2d_gemm_unroll(mr, nv)))
+        std::printf("conv2d_rows_kernel<%d, %d>\n", mr, nv);
 }

@@ -5,7 +5,8 @@
 # nor a spilled accumulator. NAMES lists, by the code's own rules, the conv2d direct tiles
 # (conv2d_tile<P, V>, P > 1) that fit the vector registers (the register rule at
 # tunekit::cpu::vector_registers) and the GEMM micro-kernels that hold their row of B in registers
-# (micro_kernel_holds_b, gemm.hpp; the gemm1x1 tiles among them). With AVX2 a broadcast cannot be
+# (micro_kernel_holds_b, gemm.hpp; the gemm1x1 tiles among them, and the gemm_rows tiles,
+# conv2d_rows_kernel<MR, NV>). With AVX2 a broadcast cannot be
 # part of a multiply-add, so such an operand is a weight (or B) vector read again for each
 # multiply-add, which g++ 12 did in several tiles before load_to_register (simd.hpp), at half
 # their speed on a Zen 3 (docs/performance.md). Skips (77) when BINARY's kernels are not AVX2
@@ -25,7 +26,7 @@ objdump -d -C --no-show-raw-insn "$binary" | awk '
   # A function header: "0000000000012c50 <void tunekit::cpu::detail::conv2d_tile<4, 2>(...)>:".
   /^[0-9a-f]+ <.*>:$/ {
     name = ""
-    if (match($0, /tunekit::cpu::detail::(conv2d_tile<[0-9]+, [0-9]+>|micro_kernel<[0-9]+, [0-9]+, [0-9]+, (true|false)>)\(/)) {
+    if (match($0, /tunekit::cpu::detail::(conv2d_tile<[0-9]+, [0-9]+>|conv2d_rows_kernel<[0-9]+, [0-9]+>|micro_kernel<[0-9]+, [0-9]+, [0-9]+, (true|false)>)\(/)) {
       f = substr($0, RSTART + 22, RLENGTH - 23)
       if (f in want) name = f
     }

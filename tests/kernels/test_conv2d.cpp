@@ -163,7 +163,10 @@ TEST_CASE("conv2d: the space of a ResNet-18 layer has many valid configs and onl
     const auto p = tunekit::cpu::conv2d_params(space, space.sample(rng));
     CHECK_NOTHROW(p.validate());
     CHECK(tunekit::cpu::conv2d_tile_registers(p.ow_tile, p.oc_vectors) <= tunekit::cpu::vector_registers);
-    CHECK(p.ow_tile <= 7);
+    if (p.layout == tunekit::cpu::Conv2dLayout::gemm_rows)
+      CHECK(p.p_vectors == 1);  // one vector of positions covers a row of 7
+    else
+      CHECK(p.ow_tile <= 7);
     CHECK(p.oh_block <= 8);  // 8 covers the 7 output rows; 16 would be a second such value
     if (p.layout == tunekit::cpu::Conv2dLayout::nchw) {
       CHECK(p.in_cblock == 1);
@@ -412,6 +415,15 @@ TEST_CASE("conv2d: Conv2dParams and Conv2dPlan reject what they cannot run") {
                        doctest::Contains("Conv2dGemm1x1Plan"), std::invalid_argument);
   CHECK_NOTHROW(tunekit::cpu::Conv2dGemm1x1Plan(shape, gemm, w.data(), 1));
   CHECK(tunekit::cpu::Conv2dPlan(shape, gemm, w.data(), 2).threads() == 2);
+  tunekit::cpu::Conv2dParams rows = gemm;
+  rows.layout = tunekit::cpu::Conv2dLayout::gemm_rows;
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dDirectPlan(shape, rows, w.data(), 1),
+                       doctest::Contains("Conv2dGemmRowsPlan"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dGemmRowsPlan(shape, gemm, w.data(), 1),
+                       doctest::Contains("Conv2dGemm1x1Plan"), std::invalid_argument);
+  CHECK_NOTHROW(tunekit::cpu::Conv2dGemmRowsPlan(shape, rows, w.data(), 1));
+  rows.packing = tunekit::cpu::Conv2dPacking::per_thread;  // its one copy is shared
+  CHECK_THROWS_WITH_AS(rows.validate(), doctest::Contains("packing"), std::invalid_argument);
 }
 
 TEST_CASE("conv2d: the packed layouts are right for strided 1x1 kernels and every channel block") {
@@ -520,6 +532,82 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
   for (const auto& v : expected) {
     CAPTURE(v);
     CHECK(seen.contains(v));
+  }
+}
+
+TEST_CASE("conv2d: random gemm_rows configs match the reference on odd shapes, strides and paddings") {
+  // Kernels of 3x3, 7x7, 1x3 and 1x1 with padding (gemm1x1's shapes are not offered), strides 1,
+  // 2 and 3 (and mixed), padding 0 to 3, rows and channels that are no multiple of the vector
+  // width or of any tile, several chunks of input channels, batch 2; C1's 3 input channels and
+  // 7x7/2 kernel over a small image; a 3x3 layer of 64 channels and 14x14 outputs last.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 1, .height = 9, .width = 37, .in_channels = 3, .out_channels = 19, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 1, .pad_w = 1},
+      {.batch = 2, .height = 11, .width = 21, .in_channels = 20, .out_channels = 13, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 10, .width = 40, .in_channels = 5, .out_channels = 9, .kernel_h = 1, .kernel_w = 3,
+       .pad_h = 0, .pad_w = 2, .stride_h = 1, .stride_w = 3},
+      {.batch = 1, .height = 6, .width = 17, .in_channels = 7, .out_channels = 11, .kernel_h = 1, .kernel_w = 1,
+       .pad_h = 1, .pad_w = 1},
+      {.batch = 1, .height = 30, .width = 45, .in_channels = 3, .out_channels = 17, .kernel_h = 7, .kernel_w = 7,
+       .pad_h = 3, .pad_w = 3, .stride_h = 2, .stride_w = 2},
+      {.batch = 1, .height = 14, .width = 14, .in_channels = 64, .out_channels = 64, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 1, .pad_w = 1},
+  };
+  tunekit::Rng rng(78);
+  std::set<std::string> seen;  // knob=value pairs covered
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 14});
+    for (int i = 0; i < 30; ++i) {
+      const Config c = sample_with(k, "layout", "gemm_rows", rng);
+      CAPTURE(k.space().describe(c));
+      const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
+      CHECK(r.status == Status::ok);
+      CHECK(r.error.empty());
+      CHECK(worst_relative_error(k) < 1e-4);  // sums of up to 576 products (one wrong tap: about 0.1)
+      const auto t = k.run(c, 2, rng);
+      REQUIRE(t.status == Status::ok);
+      CHECK(k.verify(c).status == Status::ok);  // the timed runs (the copy's padding kept) compute the same
+      for (std::size_t j = 0; j < c.size(); ++j)
+        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
+    }
+  }
+  std::vector<std::string> expected{"reduction=ic_kh_kw", "reduction=kh_kw_ic", "loop_order=ic_oc_ow",
+                                    "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc", "parallel=oh",
+                                    "parallel=oc_oh", "parallel=oh_oc", "schedule=static", "schedule=dynamic",
+                                    "oh_block=1", "oh_block=2", "oh_block=4", "oh_block=8"};
+  for (int rows : tunekit::cpu::conv2d_gemm_rows)
+    for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
+      if (tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) {
+        expected.push_back("ow_tile=" + std::to_string(rows));
+        break;
+      }
+  for (const auto& v : expected) {
+    CAPTURE(v);
+    CHECK(seen.contains(v));
+  }
+}
+
+TEST_CASE("conv2d: gemm_rows is offered for every kernel but 1x1 without padding, and its copy is shared") {
+  for (const auto& task : tunekit::cpu::resnet18_conv2d_tasks) {
+    CAPTURE(task.name);
+    const auto& s = task.shape;
+    const bool gemm1x1_shape = s.kernel_h == 1 && s.kernel_w == 1 && s.pad_h == 0 && s.pad_w == 0;
+    Conv2dKernel k(s, {.threads = 1});
+    const auto layout = k.space().knob_index("layout"), packing = k.space().knob_index("packing");
+    tunekit::Rng rng(5);
+    int rows = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const Config c = k.space().sample(rng);
+      if (k.space().knob(layout).to_string(c[layout]) != "gemm_rows") continue;
+      ++rows;
+      CHECK(k.space().knob(packing).to_string(c[packing]) == "shared");
+    }
+    if (gemm1x1_shape)
+      CHECK(rows == 0);
+    else
+      CHECK(rows > 10);  // 1.4% of the valid configs of C10 and C12 (wider tiles than their rows are not)
   }
 }
 
@@ -1006,5 +1094,5 @@ TEST_CASE("conv2d: gemm1x1 is offered only for 1x1 kernels without padding") {
   CHECK_THROWS_WITH_AS(tunekit::cpu::Conv2dPlan(padded, p, w.data(), 1), doctest::Contains("1x1 kernel"),
                        std::invalid_argument);
   p.oc_rows = 7;  // no such tile on any target
-  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("gemm1x1 tile"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("GEMM tile"), std::invalid_argument);
 }

@@ -3,11 +3,13 @@
 /// A tunable OpenMP conv2d (NCHW fp32, any stride and padding, dilation 1) and the kernel that
 /// tunes it.
 ///
-/// A configuration (conv2d_space, conv2d_params) runs one of two algorithms, chosen by its
-/// `layout` knob: the direct convolution (layouts nchw and nchwc, Conv2dDirectPlan in
-/// conv2d/direct.hpp) or, for a 1x1 kernel without padding, a GEMM over the output positions
-/// (layout gemm1x1, Conv2dGemm1x1Plan in conv2d/gemm1x1.hpp). Conv2dPlan sets up the one a
-/// configuration names; Conv2dKernel tunes them together on one shape. What both share (the
+/// A configuration (conv2d_space, conv2d_params) runs one of three algorithms, chosen by its
+/// `layout` knob: the direct convolution, vectorised over output channels (layouts nchw and
+/// nchwc, Conv2dDirectPlan in conv2d/direct.hpp); for a 1x1 kernel without padding, a GEMM over
+/// the output positions (layout gemm1x1, Conv2dGemm1x1Plan in conv2d/gemm1x1.hpp); for any other
+/// kernel, a GEMM over the taps per output row, vectorised over its positions (layout gemm_rows,
+/// Conv2dGemmRowsPlan in conv2d/gemm_rows.hpp). Conv2dPlan sets up the one a configuration names;
+/// Conv2dKernel tunes them together on one shape. What both share (the
 /// shape, the parameters, the instantiated tiles, the reference, the blocks of work and the
 /// loops over them) is in conv2d/shape.hpp, conv2d/tile.hpp, conv2d/shuffle.hpp and
 /// conv2d/blocking.hpp.
@@ -17,6 +19,7 @@
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/conv2d/direct.hpp"
 #include "tunekit/kernels/cpu/conv2d/gemm1x1.hpp"
+#include "tunekit/kernels/cpu/conv2d/gemm_rows.hpp"
 #include "tunekit/kernels/cpu/conv2d/shape.hpp"
 #include "tunekit/kernels/cpu/simd.hpp"
 #include "tunekit/space/search_space.hpp"
@@ -41,7 +44,7 @@
 namespace tunekit::cpu {
 
 /// A configuration of the convolution made ready to run on one shape: the plan of its layout,
-/// Conv2dDirectPlan (nchw, nchwc) or Conv2dGemm1x1Plan (gemm1x1). Calling it computes the
+/// Conv2dDirectPlan (nchw, nchwc), Conv2dGemm1x1Plan (gemm1x1) or Conv2dGemmRowsPlan (gemm_rows). Calling it computes the
 /// convolution of an NCHW input into an NCHW output; it allocates nothing.
 class Conv2dPlan {
  public:
@@ -60,10 +63,11 @@ class Conv2dPlan {
   }
 
  private:
-  using Plan = std::variant<Conv2dDirectPlan, Conv2dGemm1x1Plan>;
+  using Plan = std::variant<Conv2dDirectPlan, Conv2dGemm1x1Plan, Conv2dGemmRowsPlan>;
 
   static Plan make(const Conv2dShape& shape, const Conv2dParams& params, const float* weights, int threads) {
     if (params.layout == Conv2dLayout::gemm1x1) return Conv2dGemm1x1Plan(shape, params, weights, threads);
+    if (params.layout == Conv2dLayout::gemm_rows) return Conv2dGemmRowsPlan(shape, params, weights, threads);
     return Conv2dDirectPlan(shape, params, weights, threads);
   }
 
@@ -91,24 +95,25 @@ inline std::vector<std::int64_t> conv2d_tile_knob_values() {
 
 /// The search space of the convolution on one shape: layout, input channel block and packing, the
 /// register tile (ow_tile output positions x oc_vectors vectors of output channels; transposed
-/// for gemm1x1: ow_tile output channels x oc_vectors vectors of output positions), the blocks
+/// for gemm1x1 and gemm_rows: ow_tile output channels x oc_vectors vectors of output positions), the blocks
 /// of output channels, positions and rows, the input-channel chunk, the reduction order, the
 /// loop order, the parallel loop and its schedule. The knobs' ranges follow the target (see the
 /// register rule at vector_registers): ow_tile takes only widths of tiles that fit the vector
 /// registers (conv2d_tile_knob_values), and oc_tiles and ow_tiles go up to
 /// conv2d_max_block_tiles (8 with 32 registers, 16 with AVX2's 16, whose tiles are about half as
 /// large). Constraints:
-/// - the tile is instantiated and fits the target's vector registers (for gemm1x1:
+/// - the tile is instantiated and fits the target's vector registers (for gemm1x1 and gemm_rows:
 ///   is_conv2d_gemm_tile);
-/// - gemm1x1 only for a 1x1 kernel without padding;
+/// - gemm1x1 only for a 1x1 kernel without padding, gemm_rows for every other kernel;
 /// - knobs a config leaves unused are inactive there (SearchSpace::add_inactive: they take one
 ///   value, and a move that makes them unused lands on it): in_cblock (1) in the layouts
 ///   other than nchwc, oh_block (1) in gemm1x1, packing (shared) where the input is read in
-///   place (nchw, and gemm1x1 with stride 1), reduction (ic_kh_kw) for a 1x1 kernel (the two
-///   orders coincide);
+///   place (nchw, and gemm1x1 with stride 1) and in gemm_rows (its one copy is shared),
+///   reduction (ic_kh_kw) for a 1x1 kernel (the two orders coincide);
 /// - no block or tile is larger than needed: at most one value of in_cblock and of ic_block
 ///   covers all input channels and one of oh_block all output rows, blocks and tiles hold no
-///   empty row or vector, ow_tile <= out_width (direct layouts);
+///   empty row or vector (gemm1x1: of the image's positions; gemm_rows: of a row's),
+///   ow_tile <= out_width (direct layouts);
 /// - the per-thread accumulator block of the direct layouts is at most 512 KiB.
 /// The shape is in the space's constants (in_channels, out_channels, out_height, out_width) and
 /// so is the register count (vector_registers) and the vector width (simd_width).
@@ -123,7 +128,7 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add_constant("in_channels", IC).add_constant("out_channels", OC);
   s.add_constant("out_height", OH).add_constant("out_width", OW);
   s.add_constant("vector_registers", vector_registers).add_constant("simd_width", simd_width);
-  s.add(Knob::categorical("layout", {"nchw", "nchwc", "gemm1x1"}));
+  s.add(Knob::categorical("layout", {"nchw", "nchwc", "gemm1x1", "gemm_rows"}));
   s.add(Knob::power_of_two("in_cblock", std::vector<std::int64_t>{1, 4, 8, 16}));
   s.add(Knob::categorical("packing", {"shared", "per_thread"}));
   s.add(Knob::range("oc_vectors", 1, conv2d_max_oc_vectors));
@@ -137,19 +142,27 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add(Knob::categorical("parallel", {"oc", "oh", "oc_oh", "oh_oc"}));
   s.add(Knob::categorical("schedule", {"static", "dynamic"}));
 
-  // Layout values: 0 nchw, 1 nchwc, 2 gemm1x1.
+  // Layout values: 0 nchw, 1 nchwc (the direct layouts), 2 gemm1x1, 3 gemm_rows (the GEMM layouts,
+  // whose tile is transposed).
   const bool gemm_shape = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.pad_h == 0 && shape.pad_w == 0;
   const bool unit_stride = shape.stride_h == 1 && shape.stride_w == 1;
   s.add_constraint("layout == gemm1x1 implies a 1x1 kernel without padding",
                    [gemm_shape](const ConfigView& c) { return c["layout"] != 2 || gemm_shape; });
+  s.add_constraint("layout == gemm_rows implies not a 1x1 kernel without padding (gemm1x1 computes that GEMM, "
+                   "its tiles running across rows)",
+                   [gemm_shape](const ConfigView& c) { return c["layout"] != 3 || !gemm_shape; });
   // Knobs a config leaves unused take one value there (inactive: a move that makes them unused
   // lands on that value, SearchSpace::add_inactive).
   s.add_inactive("in_cblock", "1", "layout != nchwc (no NCHW[in_cblock]c copy)",
                  [](const ConfigView& c) { return c["layout"] != 1; });
   s.add_inactive("oh_block", "1", "layout == gemm1x1 (the positions taken as one row)",
                  [](const ConfigView& c) { return c["layout"] == 2; });
-  s.add_inactive("packing", "shared", "layout == nchw or (layout == gemm1x1 and stride 1) (the input read in place)",
-                 [unit_stride](const ConfigView& c) { return c["layout"] == 0 || (c["layout"] == 2 && unit_stride); });
+  s.add_inactive("packing", "shared",
+                 "layout == nchw or (layout == gemm1x1 and stride 1) (the input read in place) or layout == "
+                 "gemm_rows (one copy, shared)",
+                 [unit_stride](const ConfigView& c) {
+                   return c["layout"] == 0 || (c["layout"] == 2 && unit_stride) || c["layout"] == 3;
+                 });
   const bool one_tap_kernel = shape.kernel_h * shape.kernel_w == 1;
   s.add_inactive("reduction", "ic_kh_kw", "kernel_h * kernel_w == 1 (the orders coincide)",
                  [one_tap_kernel](const ConfigView&) { return one_tap_kernel; });
@@ -157,30 +170,31 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
   s.add_constraint("ic_block < 2 * in_channels", [IC](const ConfigView& c) { return c["ic_block"] < 2 * IC; });
   s.add_constraint("oh_block < 2 * out_height", [OH](const ConfigView& c) { return c["oh_block"] < 2 * OH; });
   // The direct layouts: tiles of ow_tile positions x oc_vectors vectors of channels.
-  s.add_constraint("layout != gemm1x1 implies ow_tile <= out_width",
-                   [OW](const ConfigView& c) { return c["layout"] == 2 || c["ow_tile"] <= OW; });
+  s.add_constraint("layout is nchw or nchwc implies ow_tile <= out_width",
+                   [OW](const ConfigView& c) { return c["layout"] >= 2 || c["ow_tile"] <= OW; });
   s.add_constraint(
-      "layout != gemm1x1 implies ow_tile * oc_vectors + oc_vectors + 1 <= vector_registers (instantiated tile)",
+      "layout is nchw or nchwc implies ow_tile * oc_vectors + oc_vectors + 1 <= vector_registers (instantiated tile)",
       [](const ConfigView& c) {
         const auto p = static_cast<int>(c["ow_tile"]), v = static_cast<int>(c["oc_vectors"]);
-        return c["layout"] == 2 || (is_conv2d_tile(p, v) && conv2d_tile_registers(p, v) <= vector_registers);
+        return c["layout"] >= 2 || (is_conv2d_tile(p, v) && conv2d_tile_registers(p, v) <= vector_registers);
       });
-  s.add_constraint("layout != gemm1x1 implies (oc_tiles - 1) * oc_vectors * simd_width < out_channels",
+  s.add_constraint("layout is nchw or nchwc implies (oc_tiles - 1) * oc_vectors * simd_width < out_channels",
                    [OC](const ConfigView& c) {
-                     return c["layout"] == 2 || (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
+                     return c["layout"] >= 2 || (c["oc_tiles"] - 1) * c["oc_vectors"] * simd_width < OC;
                    });
-  s.add_constraint("layout != gemm1x1 implies (ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
-    return c["layout"] == 2 || (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
+  s.add_constraint("layout is nchw or nchwc implies (ow_tiles - 1) * ow_tile < out_width", [OW](const ConfigView& c) {
+    return c["layout"] >= 2 || (c["ow_tiles"] - 1) * c["ow_tile"] < OW;
   });
-  s.add_constraint("layout != gemm1x1 implies accumulator oc_tiles * oc_vectors * simd_width * oh_block * "
+  s.add_constraint("layout is nchw or nchwc implies accumulator oc_tiles * oc_vectors * simd_width * oh_block * "
                    "ow_tiles * ow_tile * 4 <= 512 KiB",
                    [](const ConfigView& c) {
-                     return c["layout"] == 2 || c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] *
+                     return c["layout"] >= 2 || c["oc_tiles"] * c["oc_vectors"] * simd_width * c["oh_block"] *
                                                         c["ow_tiles"] * c["ow_tile"] * 4 <= (512 << 10);
                    });
-  // gemm1x1: tiles of ow_tile output channels x oc_vectors vectors of positions.
-  s.add_constraint("layout == gemm1x1 implies (ow_tile, oc_vectors) is a gemm1x1 tile", [](const ConfigView& c) {
-    return c["layout"] != 2 || is_conv2d_gemm_tile(static_cast<int>(c["ow_tile"]), static_cast<int>(c["oc_vectors"]));
+  // The GEMM layouts: tiles of ow_tile output channels x oc_vectors vectors of positions (of an
+  // image taken as one row with gemm1x1, of a row with gemm_rows).
+  s.add_constraint("layout is gemm1x1 or gemm_rows implies (ow_tile, oc_vectors) is a gemm tile", [](const ConfigView& c) {
+    return c["layout"] < 2 || is_conv2d_gemm_tile(static_cast<int>(c["ow_tile"]), static_cast<int>(c["oc_vectors"]));
   });
   s.add_constraint("layout == gemm1x1 implies (ow_tile - 1) < out_channels and (oc_vectors - 1) * simd_width < "
                    "out_height * out_width",
@@ -192,6 +206,15 @@ inline SearchSpace conv2d_space(const Conv2dShape& shape) {
                    [OC, P](const ConfigView& c) {
                      return c["layout"] != 2 || ((c["oc_tiles"] - 1) * c["ow_tile"] < OC &&
                                                  (c["ow_tiles"] - 1) * c["oc_vectors"] * simd_width < P);
+                   });
+  s.add_constraint("layout == gemm_rows implies (ow_tile - 1) < out_channels and (oc_vectors - 1) * simd_width < "
+                   "out_width, (oc_tiles - 1) * ow_tile < out_channels and (ow_tiles - 1) * oc_vectors * simd_width "
+                   "< out_width",
+                   [OC, OW](const ConfigView& c) {
+                     return c["layout"] != 3 ||
+                            (c["ow_tile"] - 1 < OC && (c["oc_vectors"] - 1) * simd_width < OW &&
+                             (c["oc_tiles"] - 1) * c["ow_tile"] < OC &&
+                             (c["ow_tiles"] - 1) * c["oc_vectors"] * simd_width < OW);
                    });
   return s;
 }
@@ -214,7 +237,7 @@ inline Conv2dParams conv2d_params(const SearchSpace& s, const Config& c) {
   p.loop_order = static_cast<Conv2dLoopOrder>(v["loop_order"]);
   p.parallel = static_cast<Conv2dParallel>(v["parallel"]);
   p.schedule = schedules[v["schedule"]];
-  if (p.layout == Conv2dLayout::gemm1x1) {  // the tile knobs, transposed
+  if (p.layout == Conv2dLayout::gemm1x1 || p.layout == Conv2dLayout::gemm_rows) {  // the tile knobs, transposed
     p.oc_rows = p.ow_tile;
     p.p_vectors = p.oc_vectors;
   }

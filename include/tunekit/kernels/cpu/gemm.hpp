@@ -119,13 +119,13 @@ constexpr bool micro_kernel_holds_b(int mr, int nv, int unroll) noexcept {
   return mr > 1 && unroll <= 2 && !(unroll > 1 && nv > 1 && register_tile_registers(mr, nv) >= vector_registers);
 }
 
-/// The register-blocked micro-kernel: a MR x (NV * simd_width) tile of C from kc rank-1 updates.
-/// A is a packed micro-panel (a(i, k) = a[k * MR + i]) when PackedA, else read in place
-/// (a(i, k) = a[i * a_rs + k]); b(k, j) = b[k * b_rs + j]. The tile is written to c (row stride
-/// ldc), added to what is there when `accumulate`.
-template <int MR, int NV, int U, bool PackedA>
-void micro_kernel(std::size_t kc, const float* a, std::size_t a_rs, const float* b, std::size_t b_rs,
-                  float* c, std::size_t ldc, bool accumulate) {
+/// The body of the register-blocked micro-kernels: a MR x (NV * simd_width) tile of C from kc
+/// rank-1 updates. A is a packed micro-panel (a(i, k) = a[k * MR + i]) when PackedA, else read in
+/// place (a(i, k) = a[i * a_rs + k]); row k of B starts at b_row(k). The tile is written to c
+/// (row stride ldc), added to what is there when `accumulate`.
+template <int MR, int NV, int U, bool PackedA, class BRow>
+[[gnu::always_inline]] inline void micro_kernel_body(std::size_t kc, const float* a, std::size_t a_rs, BRow b_row,
+                                                      float* c, std::size_t ldc, bool accumulate) {
   constexpr int W = simd_width;
   vfloat acc[MR][NV];
 #pragma GCC unroll 16
@@ -135,7 +135,7 @@ void micro_kernel(std::size_t kc, const float* a, std::size_t a_rs, const float*
 
   auto step = [&](std::size_t k) __attribute__((always_inline)) {
     vfloat bv[NV];
-    const float* bk = b + k * b_rs;
+    const float* bk = b_row(k);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = micro_kernel_holds_b(MR, NV, U) ? load_to_register(bk + v * W) : load(bk + v * W);
 #pragma GCC unroll 16
@@ -160,6 +160,15 @@ void micro_kernel(std::size_t kc, const float* a, std::size_t a_rs, const float*
       float* p = c + static_cast<std::size_t>(i) * ldc + static_cast<std::size_t>(v * W);
       store(p, accumulate ? load(p) + acc[i][v] : acc[i][v]);
     }
+}
+
+/// The register-blocked micro-kernel of the GEMM (micro_kernel_body): b(k, j) = b[k * b_rs + j].
+template <int MR, int NV, int U, bool PackedA>
+void micro_kernel(std::size_t kc, const float* a, std::size_t a_rs, const float* b, std::size_t b_rs,
+                  float* c, std::size_t ldc, bool accumulate) {
+  micro_kernel_body<MR, NV, U, PackedA>(
+      kc, a, a_rs, [b, b_rs](std::size_t k) __attribute__((always_inline)) { return b + k * b_rs; }, c, ldc,
+      accumulate);
 }
 
 using MicroKernel = void (*)(std::size_t, const float*, std::size_t, const float*, std::size_t,

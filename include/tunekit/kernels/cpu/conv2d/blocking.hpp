@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// What the two conv2d plans (conv2d/direct.hpp, conv2d/gemm1x1.hpp) organise their work with:
+/// What the conv2d plans (conv2d/direct.hpp, conv2d/gemm1x1.hpp, conv2d/gemm_rows.hpp) organise their work with:
 /// the shape, configuration and thread count they hold (Conv2dPlanBase), the blocks of work
 /// (Conv2dBlocks), the loops that share the blocks among the OpenMP threads
 /// (conv2d_for_each_block) and that walk the tiles of a block in the configured order

@@ -118,8 +118,10 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
   /// std::bad_alloc when out of memory.
   Conv2dDirectPlan(const Conv2dShape& shape, const Conv2dParams& params, const float* weights, int threads)
       : Conv2dPlanBase(shape, params, threads) {
-    if (p_.layout == Conv2dLayout::gemm1x1)
-      throw std::invalid_argument("Conv2dDirectPlan: the gemm1x1 layout has a plan of its own (Conv2dGemm1x1Plan)");
+    if (p_.layout != Conv2dLayout::nchw && p_.layout != Conv2dLayout::nchwc)
+      throw std::invalid_argument(
+          "Conv2dDirectPlan: the gemm1x1 and gemm_rows layouts have plans of their own (Conv2dGemm1x1Plan, "
+          "Conv2dGemmRowsPlan)");
     tile_ = detail::find_conv2d_tile(p_.ow_tile, p_.oc_vectors);
     if (!tile_) throw std::invalid_argument("Conv2dPlan: no inner kernel for this tile");
 
@@ -369,7 +371,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
         const std::size_t left = W - 2 * x0;  // input columns left
         const vfloat lo = left >= V ? load(p) : load_first(p, left);
         const vfloat hi = left >= 2 * V ? load(p + V) : left > V ? load_first(p + V, left - V) : vfloat{};
-        return detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+        return detail::alternate_lanes<0>(lo, hi, std::make_index_sequence<simd_width>());
       };
       if (cb == 1) {
         for (std::size_t x0 = 0; x0 < ow_; x0 += V) {

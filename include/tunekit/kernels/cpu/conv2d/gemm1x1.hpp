@@ -449,7 +449,7 @@ class Conv2dGemm1x1Plan : public detail::Conv2dPlanBase {
         const vfloat hi = left >= 2 * v  ? load(row + 2 * x + v)
                           : left > v     ? load_first(row + 2 * x + v, left - v)
                                          : vfloat{};
-        const vfloat e = detail::even_lanes(lo, hi, std::make_index_sequence<simd_width>());
+        const vfloat e = detail::alternate_lanes<0>(lo, hi, std::make_index_sequence<simd_width>());
         if (x + v <= x1)
           store(d + (x - x0), e);
         else

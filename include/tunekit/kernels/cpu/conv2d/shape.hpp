@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// What both conv2d plans (conv2d/direct.hpp, conv2d/gemm1x1.hpp) are written against: the shape
+/// What the conv2d plans (conv2d/direct.hpp, conv2d/gemm1x1.hpp, conv2d/gemm_rows.hpp) are written against: the shape
 /// of a convolution (Conv2dShape), a configuration (Conv2dParams: the layout, the register tile,
 /// the blocks, the loop orders), the register tiles that are instantiated, and the
 /// double-precision reference with its rounding-error bound (conv2d_reference).
@@ -95,7 +95,8 @@ struct Conv2dShape {
 enum class Conv2dLayout {
   nchw,    ///< the NCHW input in place; edge tiles read a zero-padded copy of their window
   nchwc,   ///< a zero-padded NCHW[in_cblock]c copy, packed at the start of every run
-  gemm1x1  ///< 1x1 kernels without padding: a GEMM over output positions (see the \file comment)
+  gemm1x1,   ///< 1x1 kernels without padding: a GEMM over output positions (conv2d/gemm1x1.hpp)
+  gemm_rows  ///< a GEMM over the taps per output row, vectorised over its positions (conv2d/gemm_rows.hpp)
 };
 
 /// Who packs the input of the nchwc layout.
@@ -159,8 +160,8 @@ constexpr bool is_conv2d_tile(int ow_tile, int oc_vectors) noexcept {
   return false;
 }
 
-/// The output channels per register tile of the gemm1x1 layout (the rows its micro-kernel
-/// broadcasts); each with 1 to conv2d_max_oc_vectors vectors of output positions where the tile
+/// The output channels per register tile of the GEMM layouts, gemm1x1 and gemm_rows (the rows their micro-kernels
+/// broadcast); each with 1 to conv2d_max_oc_vectors vectors of output positions where the tile
 /// fits the target's vector registers. Fewer than 4 rows load more input than they compute with.
 /// With 32 registers up to 28 rows (28 x 1, 14 x 2, 8 x 3, 6 x 4); with 16 (AVX2) up to 14
 /// (14 x 1, 6 x 2, 4 x 3), and also 5 and 10, which the 32-register list lacks: 5 x 2 and 10 x 1
@@ -168,7 +169,7 @@ constexpr bool is_conv2d_tile(int ow_tile, int oc_vectors) noexcept {
 inline constexpr std::array<int, 7> conv2d_gemm_rows =
     vector_registers >= 32 ? std::array<int, 7>{4, 6, 8, 12, 14, 16, 28} : std::array<int, 7>{4, 5, 6, 8, 10, 12, 14};
 
-/// Whether (oc_rows, p_vectors) is a register tile of the gemm1x1 layout: its accumulators, its
+/// Whether (oc_rows, p_vectors) is a register tile of the GEMM layouts: its accumulators, its
 /// vectors of input and one broadcast weight fit the vector registers.
 constexpr bool is_conv2d_gemm_tile(int oc_rows, int p_vectors) noexcept {
   if (p_vectors < 1 || p_vectors > conv2d_max_oc_vectors) return false;
@@ -189,7 +190,7 @@ struct Conv2dParams {
   Conv2dLayout layout = Conv2dLayout::nchwc;
   /// Channels per block of the packed input (nchwc only; 1 for nchw): 1, 2, 4, 8 or 16.
   int in_cblock = 16;
-  /// Who packs the input (nchwc only; shared for nchw).
+  /// Who packs the input (nchwc, and gemm1x1 with a stride; shared for nchw and gemm_rows).
   Conv2dPacking packing = Conv2dPacking::shared;
   /// Inner-kernel tile: output-channel vectors of simd_width lanes, and output positions.
   int oc_vectors = 2;
@@ -201,11 +202,12 @@ struct Conv2dParams {
   int oh_block = 1;
   /// Input channels per chunk of the reduction.
   int ic_block = 64;
-  /// Register tile of the gemm1x1 layout (is_conv2d_gemm_tile): output channels, and
-  /// vectors of simd_width output positions. With gemm1x1, a block holds `oc_tiles` tiles of
-  /// oc_rows channels times `ow_tiles` tiles of p_vectors x simd_width positions (the output
-  /// positions of an image taken as one row); ow_tile, oc_vectors, oh_block, in_cblock and the
-  /// reduction order are unused.
+  /// Register tile of the GEMM layouts, gemm1x1 and gemm_rows (is_conv2d_gemm_tile): output
+  /// channels, and vectors of simd_width output positions. With gemm1x1, a block holds `oc_tiles`
+  /// tiles of oc_rows channels times `ow_tiles` tiles of p_vectors x simd_width positions (the
+  /// output positions of an image taken as one row); ow_tile, oc_vectors, oh_block, in_cblock and
+  /// the reduction order are unused. With gemm_rows, the same of a row's positions, times
+  /// `oh_block` rows; ow_tile, oc_vectors and in_cblock are unused.
   int oc_rows = 8;
   int p_vectors = 1;
   Conv2dReduction reduction = Conv2dReduction::kh_kw_ic;
@@ -216,16 +218,19 @@ struct Conv2dParams {
 
   /// Throws std::invalid_argument naming the bad field.
   void validate() const {
+    const bool gemm = layout == Conv2dLayout::gemm1x1 || layout == Conv2dLayout::gemm_rows;
     if (layout != Conv2dLayout::nchwc && in_cblock != 1)
-      throw std::invalid_argument("Conv2dParams: in_cblock must be 1 for the nchw and gemm1x1 layouts");
+      throw std::invalid_argument("Conv2dParams: in_cblock must be 1 for the nchw, gemm1x1 and gemm_rows layouts");
     if (layout == Conv2dLayout::nchw && packing != Conv2dPacking::shared)
       throw std::invalid_argument("Conv2dParams: the nchw layout packs nothing (packing must be shared)");
-    if (layout == Conv2dLayout::gemm1x1 && !is_conv2d_gemm_tile(oc_rows, p_vectors))
-      throw std::invalid_argument("Conv2dParams: no gemm1x1 tile of " + std::to_string(oc_rows) +
+    if (layout == Conv2dLayout::gemm_rows && packing != Conv2dPacking::shared)
+      throw std::invalid_argument("Conv2dParams: the gemm_rows layout's copy is shared (packing must be shared)");
+    if (gemm && !is_conv2d_gemm_tile(oc_rows, p_vectors))
+      throw std::invalid_argument("Conv2dParams: no GEMM tile (gemm1x1, gemm_rows) of " + std::to_string(oc_rows) +
                                   " channels x " + std::to_string(p_vectors) + " vectors");
     if (in_cblock < 1 || in_cblock > 16 || (in_cblock & (in_cblock - 1)) != 0)
       throw std::invalid_argument("Conv2dParams: in_cblock must be 1, 2, 4, 8 or 16");
-    if (layout != Conv2dLayout::gemm1x1 && !is_conv2d_tile(ow_tile, oc_vectors))
+    if (!gemm && !is_conv2d_tile(ow_tile, oc_vectors))
       throw std::invalid_argument("Conv2dParams: no inner kernel of " + std::to_string(ow_tile) +
                                   " positions x " + std::to_string(oc_vectors) + " vectors");
     if (oc_tiles < 1 || ow_tiles < 1 || oh_block < 1 || ic_block < 1)

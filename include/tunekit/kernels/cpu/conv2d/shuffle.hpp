@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Lane shuffles of tunekit::cpu::vfloat that the conv2d plans pack and write with: the even
-/// lanes of two vectors (stride-2 reads, both plans) and the transposition of a simd_width x
+/// Lane shuffles of tunekit::cpu::vfloat that the conv2d plans pack and write with: the even or
+/// odd lanes of two vectors (stride-2 reads) and the transposition of a simd_width x
 /// simd_width block (the direct plan's channel-blocked copies and write-out).
 
 #include "tunekit/kernels/cpu/simd.hpp"
@@ -34,13 +34,14 @@ inline vfloat butterfly(vfloat a, vfloat b, std::index_sequence<J...>) noexcept 
 #endif
 }
 
-/// The even lanes of a followed by the even lanes of b.
-template <std::size_t... J>
-inline vfloat even_lanes(vfloat a, vfloat b, std::index_sequence<J...>) noexcept {
+/// Every other lane of a followed by every other lane of b, from lane First (0: the even lanes,
+/// 1: the odd ones).
+template <int First, std::size_t... J>
+inline vfloat alternate_lanes(vfloat a, vfloat b, std::index_sequence<J...>) noexcept {
 #if defined(__clang__)
-  return __builtin_shufflevector(a, b, (2 * static_cast<int>(J))...);
+  return __builtin_shufflevector(a, b, (2 * static_cast<int>(J) + First)...);
 #else
-  return __builtin_shuffle(a, b, vint32{(2 * static_cast<int>(J))...});
+  return __builtin_shuffle(a, b, vint32{(2 * static_cast<int>(J) + First)...});
 #endif
 }
 

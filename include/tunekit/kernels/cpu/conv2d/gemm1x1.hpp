@@ -72,36 +72,50 @@ constexpr bool conv2d_gather_fits(int oc_rows, int p_vectors) noexcept {
   return vector_registers >= 32 || register_tile_registers(oc_rows, p_vectors) + 3 <= vector_registers;
 }
 
-/// The gemm1x1 micro-kernels of tiles with MR output channels, indexed by vectors of positions
-/// - 1 (the last tile of a row of positions may have fewer vectors than the others); null
-/// where MR x vectors does not fit the registers.
-template <int MR>
-constexpr std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_row_kernels() {
-  std::array<MicroKernel, conv2d_max_oc_vectors> k{};
+/// The micro-kernels of a GEMM layout's tiles with MR output channels (Entry<MR, V>::kernel, of
+/// type Fn), indexed by vectors of positions - 1 (the last tile of a row of positions may have
+/// fewer vectors than the others); null where MR x vectors does not fit the registers.
+template <class Fn, template <int, int> class Entry, int MR>
+constexpr std::array<Fn, conv2d_max_oc_vectors> conv2d_gemm_row_kernels() {
+  std::array<Fn, conv2d_max_oc_vectors> k{};
   [&]<std::size_t... V>(std::index_sequence<V...>) {
     ((k[V] = [] {
        if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
-         return &micro_kernel<MR, static_cast<int>(V) + 1, conv2d_gemm_unroll(MR, static_cast<int>(V) + 1), true>;
+         return Entry<MR, static_cast<int>(V) + 1>::kernel;
        else
-         return MicroKernel{nullptr};
+         return Fn{nullptr};
      }()),
      ...);
   }(std::make_index_sequence<conv2d_max_oc_vectors>());
   return k;
 }
 
-/// The micro-kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1. Throws
-/// std::invalid_argument for a tile that is not is_conv2d_gemm_tile.
-inline std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_kernels(int oc_rows, int p_vectors) {
+/// The micro-kernels of a GEMM layout's tile (oc_rows, p_vectors), indexed by vectors - 1 (see
+/// conv2d_gemm_row_kernels). Throws std::invalid_argument, naming `layout`, for a tile that is
+/// not is_conv2d_gemm_tile.
+template <class Fn, template <int, int> class Entry>
+std::array<Fn, conv2d_max_oc_vectors> conv2d_gemm_tile_kernels(int oc_rows, int p_vectors, const char* layout) {
   if (!is_conv2d_gemm_tile(oc_rows, p_vectors))
-    throw std::invalid_argument("Conv2dPlan: no gemm1x1 tile of " + std::to_string(oc_rows) + " x " +
-                                std::to_string(p_vectors));
+    throw std::invalid_argument(std::string("Conv2dPlan: no ") + layout + " tile of " + std::to_string(oc_rows) +
+                                " x " + std::to_string(p_vectors));
   static constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array{conv2d_gemm_row_kernels<conv2d_gemm_rows[I]>()...};
+    return std::array{conv2d_gemm_row_kernels<Fn, Entry, conv2d_gemm_rows[I]>()...};
   }(std::make_index_sequence<conv2d_gemm_rows.size()>());
   std::size_t i = 0;
   while (conv2d_gemm_rows[i] != oc_rows) ++i;
   return table[i];
+}
+
+/// The gemm1x1 micro-kernel of the tile MR x NV.
+template <int MR, int NV>
+struct Conv2dGemmEntry {
+  static constexpr MicroKernel kernel = &micro_kernel<MR, NV, conv2d_gemm_unroll(MR, NV), true>;
+};
+
+/// The micro-kernels of the gemm1x1 tile (oc_rows, p_vectors), indexed by vectors - 1. Throws
+/// std::invalid_argument for a tile that is not is_conv2d_gemm_tile.
+inline std::array<MicroKernel, conv2d_max_oc_vectors> conv2d_gemm_kernels(int oc_rows, int p_vectors) {
+  return conv2d_gemm_tile_kernels<MicroKernel, Conv2dGemmEntry>(oc_rows, p_vectors, "gemm1x1");
 }
 
 #if defined(__AVX512F__)

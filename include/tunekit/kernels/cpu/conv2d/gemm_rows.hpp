@@ -65,35 +65,16 @@ void conv2d_rows_kernel(std::size_t taps, const float* a, const float* b, const 
 using Conv2dRowsKernel = void (*)(std::size_t, const float*, const float*, const std::int32_t*, float*, std::size_t,
                                   bool);
 
-/// The gemm_rows micro-kernels of tiles with MR output channels, indexed by vectors of positions
-/// - 1; null where MR x vectors is not a gemm tile of the target.
-template <int MR>
-constexpr std::array<Conv2dRowsKernel, conv2d_max_oc_vectors> conv2d_rows_row_kernels() {
-  std::array<Conv2dRowsKernel, conv2d_max_oc_vectors> k{};
-  [&]<std::size_t... V>(std::index_sequence<V...>) {
-    ((k[V] = [] {
-       if constexpr (is_conv2d_gemm_tile(MR, static_cast<int>(V) + 1))
-         return &conv2d_rows_kernel<MR, static_cast<int>(V) + 1>;
-       else
-         return Conv2dRowsKernel{nullptr};
-     }()),
-     ...);
-  }(std::make_index_sequence<conv2d_max_oc_vectors>());
-  return k;
-}
+/// The gemm_rows micro-kernel of the tile MR x NV.
+template <int MR, int NV>
+struct Conv2dRowsEntry {
+  static constexpr Conv2dRowsKernel kernel = &conv2d_rows_kernel<MR, NV>;
+};
 
 /// The micro-kernels of the gemm_rows tile (oc_rows, p_vectors), indexed by vectors - 1. Throws
 /// std::invalid_argument for a tile that is not is_conv2d_gemm_tile.
 inline std::array<Conv2dRowsKernel, conv2d_max_oc_vectors> conv2d_rows_kernels(int oc_rows, int p_vectors) {
-  if (!is_conv2d_gemm_tile(oc_rows, p_vectors))
-    throw std::invalid_argument("Conv2dPlan: no gemm_rows tile of " + std::to_string(oc_rows) + " x " +
-                                std::to_string(p_vectors));
-  static constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array{conv2d_rows_row_kernels<conv2d_gemm_rows[I]>()...};
-  }(std::make_index_sequence<conv2d_gemm_rows.size()>());
-  std::size_t i = 0;
-  while (conv2d_gemm_rows[i] != oc_rows) ++i;
-  return table[i];
+  return conv2d_gemm_tile_kernels<Conv2dRowsKernel, Conv2dRowsEntry>(oc_rows, p_vectors, "gemm_rows");
 }
 
 }  // namespace detail

@@ -94,6 +94,47 @@ double worst_over_bound(const tunekit::cpu::AlignedBuffer& out, const std::vecto
   return worst;
 }
 
+
+// Runs 30 random configs of `layout` per shape (threads 2, input seed `seed`) and checks each
+// against the reference: verify's element-wise tolerance, the loose relative bound
+// `relative_bound` (worst_relative_error) and the timed runs verified again. Returns the
+// knob=value pairs the configs covered.
+std::set<std::string> check_random_configs(const std::vector<Conv2dShape>& shapes, const std::string& layout,
+                                           std::uint64_t seed, double relative_bound, tunekit::Rng& rng) {
+  std::set<std::string> seen;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = seed});
+    for (int i = 0; i < 30; ++i) {
+      const Config c = sample_with(k, "layout", layout, rng);
+      CAPTURE(k.space().describe(c));
+      const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
+      CHECK(r.status == Status::ok);
+      CHECK(r.error.empty());
+      CHECK(worst_relative_error(k) < relative_bound);
+      const auto t = k.run(c, 2, rng);
+      REQUIRE(t.status == Status::ok);
+      CHECK(k.verify(c).status == Status::ok);  // the timed runs compute the same result
+      for (std::size_t j = 0; j < c.size(); ++j)
+        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
+    }
+  }
+  return seen;
+}
+
+// "ow_tile=R" for every row count R of the GEMM layouts' tiles this build offers (AVX-512's 32
+// vector registers hold more of them than AVX2's 16).
+std::vector<std::string> gemm_row_knob_values() {
+  std::vector<std::string> values;
+  for (int rows : tunekit::cpu::conv2d_gemm_rows)
+    for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
+      if (tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) {
+        values.push_back("ow_tile=" + std::to_string(rows));
+        break;
+      }
+  return values;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d: Conv2dShape gives output sizes and FLOP, and validate names a bad field") {
@@ -494,36 +535,14 @@ TEST_CASE("conv2d: random gemm1x1 configs match the reference on odd 1x1 shapes"
       tunekit::cpu::resnet18_conv2d_task("resnet18.C11").shape,
   };
   tunekit::Rng rng(77);
-  std::set<std::string> seen;  // knob=value pairs covered
-  for (const auto& shape : shapes) {
-    CAPTURE(shape.to_string());
-    Conv2dKernel k(shape, {.threads = 2, .seed = 13});
-    for (int i = 0; i < 30; ++i) {
-      const Config c = sample_with(k, "layout", "gemm1x1", rng);
-      CAPTURE(k.space().describe(c));
-      const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
-      CHECK(r.status == Status::ok);
-      CHECK(r.error.empty());
-      CHECK(worst_relative_error(k) < 1e-5);
-      const auto t = k.run(c, 2, rng);
-      REQUIRE(t.status == Status::ok);
-      CHECK(k.verify(c).status == Status::ok);  // the timed runs compute the same result
-      for (std::size_t j = 0; j < c.size(); ++j)
-        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
-    }
-  }
+  const auto seen = check_random_configs(shapes, "gemm1x1", 13, 1e-5, rng);  // knob=value pairs covered
   std::vector<std::string> expected{"packing=shared", "packing=per_thread", "loop_order=ic_oc_ow",
                                     "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc", "parallel=oh",
                                     "parallel=oc_oh", "parallel=oh_oc", "schedule=static", "schedule=dynamic"};
   // The register tiles this build offers (AVX-512's 32 vector registers hold more of them than
   // AVX2's 16): every row count and vector count that is part of one.
   auto offered = [](int rows, int vectors) { return tunekit::cpu::is_conv2d_gemm_tile(rows, vectors); };
-  for (int rows : tunekit::cpu::conv2d_gemm_rows)
-    for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
-      if (offered(rows, vectors)) {
-        expected.push_back("ow_tile=" + std::to_string(rows));
-        break;
-      }
+  for (const auto& v : gemm_row_knob_values()) expected.push_back(v);
   for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
     if (std::any_of(tunekit::cpu::conv2d_gemm_rows.begin(), tunekit::cpu::conv2d_gemm_rows.end(),
                     [&](int rows) { return offered(rows, vectors); }))
@@ -555,34 +574,14 @@ TEST_CASE("conv2d: random gemm_rows configs match the reference on odd shapes, s
        .pad_h = 1, .pad_w = 1},
   };
   tunekit::Rng rng(78);
-  std::set<std::string> seen;  // knob=value pairs covered
-  for (const auto& shape : shapes) {
-    CAPTURE(shape.to_string());
-    Conv2dKernel k(shape, {.threads = 2, .seed = 14});
-    for (int i = 0; i < 30; ++i) {
-      const Config c = sample_with(k, "layout", "gemm_rows", rng);
-      CAPTURE(k.space().describe(c));
-      const auto r = run_and_verify(k, c, rng);  // within the tolerance of conv2d_reference, element by element
-      CHECK(r.status == Status::ok);
-      CHECK(r.error.empty());
-      CHECK(worst_relative_error(k) < 1e-4);  // sums of up to 576 products (one wrong tap: about 0.1)
-      const auto t = k.run(c, 2, rng);
-      REQUIRE(t.status == Status::ok);
-      CHECK(k.verify(c).status == Status::ok);  // the timed runs (the copy's padding kept) compute the same
-      for (std::size_t j = 0; j < c.size(); ++j)
-        seen.insert(k.space().knob(j).name() + "=" + k.space().knob(j).to_string(c[j]));
-    }
-  }
+  // Sums of up to 576 products, hence the looser relative bound (one wrong tap: about 0.1); the
+  // timed runs reuse the copy, whose padding must stay zero.
+  const auto seen = check_random_configs(shapes, "gemm_rows", 14, 1e-4, rng);  // knob=value pairs covered
   std::vector<std::string> expected{"reduction=ic_kh_kw", "reduction=kh_kw_ic", "loop_order=ic_oc_ow",
                                     "loop_order=ic_ow_oc", "loop_order=oc_ic_ow", "parallel=oc", "parallel=oh",
                                     "parallel=oc_oh", "parallel=oh_oc", "schedule=static", "schedule=dynamic",
                                     "oh_block=1", "oh_block=2", "oh_block=4", "oh_block=8"};
-  for (int rows : tunekit::cpu::conv2d_gemm_rows)
-    for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors)
-      if (tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) {
-        expected.push_back("ow_tile=" + std::to_string(rows));
-        break;
-      }
+  for (const auto& v : gemm_row_knob_values()) expected.push_back(v);
   for (const auto& v : expected) {
     CAPTURE(v);
     CHECK(seen.contains(v));

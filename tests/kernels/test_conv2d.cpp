@@ -588,6 +588,53 @@ TEST_CASE("conv2d: random gemm_rows configs match the reference on odd shapes, s
   }
 }
 
+TEST_CASE("conv2d: every gemm_rows tile, with a last tile of fewer channels and rows wholly in the padding") {
+  // Output channels that leave each tile row count a last tile of other sizes (30: 2 for 4, 14 and
+  // 28; 6 for 8 and 12; none for 5, 6 and 10), which gemm_rows computes with a kernel of fewer
+  // rows; two chunks of input channels (4 and 3); padding as deep as the kernel (3x3, pad 3: the
+  // first and last output rows read only padding, and kh_kw_ic skips their taps), stride 2 and 1.
+  const std::vector<Conv2dShape> shapes{
+      {.batch = 1, .height = 5, .width = 19, .in_channels = 7, .out_channels = 30, .kernel_h = 3, .kernel_w = 3,
+       .pad_h = 3, .pad_w = 1},
+      {.batch = 2, .height = 12, .width = 27, .in_channels = 7, .out_channels = 30, .kernel_h = 5, .kernel_w = 3,
+       .pad_h = 2, .pad_w = 2, .stride_h = 2, .stride_w = 2},
+  };
+  using tunekit::cpu::Conv2dReduction;
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = 23});
+    std::vector<double> ref, bound;
+    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    tunekit::cpu::AlignedBuffer out(shape.output_size());
+    for (int rows : tunekit::cpu::conv2d_gemm_rows)
+      for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors) {
+        if (!tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
+        for (auto reduction : {Conv2dReduction::ic_kh_kw, Conv2dReduction::kh_kw_ic}) {
+          CAPTURE(rows);
+          CAPTURE(vectors);
+          CAPTURE(static_cast<int>(reduction));
+          tunekit::cpu::Conv2dParams params;
+          params.layout = tunekit::cpu::Conv2dLayout::gemm_rows;
+          params.in_cblock = 1;
+          params.packing = tunekit::cpu::Conv2dPacking::shared;
+          params.oc_rows = rows;
+          params.p_vectors = vectors;
+          params.oc_tiles = 2;
+          params.ow_tiles = 1;
+          params.oh_block = 2;
+          params.ic_block = 4;
+          params.reduction = reduction;
+          tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+          for (int run = 0; run < 2; ++run) {  // the second run reuses the copy of the first
+            std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+            plan(k.input(), out.data());
+            CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+          }
+        }
+      }
+  }
+}
+
 TEST_CASE("conv2d: gemm_rows is offered for every kernel but 1x1 without padding, and its copy is shared") {
   for (const auto& task : tunekit::cpu::resnet18_conv2d_tasks) {
     CAPTURE(task.name);

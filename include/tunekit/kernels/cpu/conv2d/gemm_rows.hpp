@@ -20,12 +20,17 @@
 /// on. The taps are read through an offset table, in the configured reduction order within each
 /// chunk of `ic_block` input channels; the weights are packed into [oc tile][tap][oc_rows] panels
 /// in the same order when the configuration is prepared. The threads share the copy (made by all
-/// of them, then a barrier); taps in the padding are multiplied by the copy's zeros.
+/// of them, then a barrier). With the reduction kh_kw_ic, whose taps of a kernel row are
+/// consecutive in a chunk, the kernel rows that fall wholly into the top or bottom padding for an
+/// output row are skipped; the other taps in the padding are multiplied by the copy's zeros.
 ///
 /// Blocks of work: `oc_tiles` tiles of output channels x `oh_block` rows x `ow_tiles` tiles of a
-/// row's positions; a tile at the end of a row or of the channels (a partial vector, or fewer
-/// channels than oc_rows) is computed aside and its valid part written. Loop order, parallel loop
-/// and schedule are the knobs of the other layouts. The register tile is ow_tile output channels x
+/// row's positions. The last tile of output channels, when oc_rows does not divide them, has a
+/// micro-kernel of its own: the fewest rows of conv2d_gemm_rows that hold its channels (64
+/// channels in tiles of 6: ten tiles of 6 and one of 4, not of 6 with 2 rows of zeros), its
+/// weights packed in panels of that many rows. A tile at the end of a row (a partial vector) or
+/// with fewer channels than its kernel's rows is computed aside and its valid part written. Loop
+/// order, parallel loop and schedule are the knobs of the other layouts. The register tile is ow_tile output channels x
 /// oc_vectors vectors of positions, as for gemm1x1 (the direct plan's tile knobs, transposed).
 
 #include "tunekit/kernels/cpu/buffer.hpp"
@@ -98,6 +103,14 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
     mr_ = static_cast<std::size_t>(p_.oc_rows);
     nr_ = static_cast<std::size_t>(p_.p_vectors * simd_width);
     blocks_ = detail::Conv2dBlocks(s_, p_, mr_, ow_, nr_);
+    // The last tile of output channels: the fewest rows of a GEMM tile that hold its channels.
+    const std::size_t last_channels = s_.out_channels - (blocks_.oc_tiles_total - 1) * mr_;
+    edge_mr_ = mr_;
+    for (int r : conv2d_gemm_rows)
+      if (static_cast<std::size_t>(r) >= last_channels && static_cast<std::size_t>(r) < edge_mr_)
+        edge_mr_ = static_cast<std::size_t>(r);
+    edge_kernels_ = edge_mr_ == mr_ ? kernels_ : detail::conv2d_rows_kernels(static_cast<int>(edge_mr_), p_.p_vectors);
+    skip_padding_rows_ = p_.reduction == Conv2dReduction::kh_kw_ic;
     oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
     oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
     // The copy: per image and channel, the padded rows, each stride_w phases of phase_ floats;
@@ -135,13 +148,17 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
             for (std::size_t c = c0; c < c1; ++c) add(c, kh, kw);
       }
     }
+    // Tile ot's panel from ot taps_ mr_ on: [tap][rows of its kernel].
     packed_weights_ = AlignedBuffer(blocks_.oc_tiles_total * taps_ * mr_);
-    for (std::size_t ot = 0; ot < blocks_.oc_tiles_total; ++ot)
+    for (std::size_t ot = 0; ot < blocks_.oc_tiles_total; ++ot) {
+      const std::size_t rows = tile_rows(ot);
       for (std::size_t u = 0; u < taps_; ++u)
-        for (std::size_t i = 0; i < mr_; ++i) {
+        for (std::size_t i = 0; i < rows; ++i) {
           const std::size_t oc = ot * mr_ + i;
-          packed_weights_[(ot * taps_ + u) * mr_ + i] = oc < s_.out_channels ? weights[oc * taps_ + tap_weight[u]] : 0.0f;
+          packed_weights_[ot * taps_ * mr_ + u * rows + i] =
+              oc < s_.out_channels ? weights[oc * taps_ + tap_weight[u]] : 0.0f;
         }
+    }
     // Per thread: an edge tile (mr x nr), computed aside.
     per_thread_ = (mr_ * nr_ + 15) / 16 * 16;
     scratch_ = AlignedBuffer(per_thread_ * static_cast<std::size_t>(threads_));
@@ -205,22 +222,30 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
     const std::size_t chunks = (IC + blocks_.ic_block - 1) / blocks_.ic_block;
     const float* image = copy_.data() + n * image_;
     auto compute = [&](std::size_t j, std::size_t ot, std::size_t oh, std::size_t pt) {
-      const std::size_t oc0 = ot * mr_, channels = std::min(mr_, OC - oc0);
+      const std::size_t oc0 = ot * mr_, channels = std::min(mr_, OC - oc0), rows_of_tile = tile_rows(ot);
       const std::size_t p0 = pt * nr_, cols = std::min(nr_, OW - p0);
-      const std::size_t tap0 = j * blocks_.ic_block * kernel_taps;
-      const std::size_t depth = std::min(blocks_.ic_block, IC - j * blocks_.ic_block) * kernel_taps;
-      const float* a = packed_weights_.data() + (ot * taps_ + tap0) * mr_;
+      // The chunk's taps, and of them those of kernel rows [kh0, kh1) when the rest lie in the
+      // padding above or below output row oh (taps ordered kh, kw, channel in the chunk).
+      const std::size_t chunk_channels = std::min(blocks_.ic_block, IC - j * blocks_.ic_block);
+      std::size_t tap0 = j * blocks_.ic_block * kernel_taps, depth = chunk_channels * kernel_taps;
+      if (skip_padding_rows_) {
+        const auto [kh0, kh1] = kernel_rows_in_input(oh);
+        tap0 += kh0 * s_.kernel_w * chunk_channels;
+        depth = (kh1 - kh0) * s_.kernel_w * chunk_channels;
+      }
+      const float* a = packed_weights_.data() + ot * taps_ * mr_ + tap0 * rows_of_tile;
       const float* b = image + oh * s_.stride_h * row_stride_ + p0;
       const bool accumulate = j > 0;
       const std::size_t vectors = (cols + simd_width - 1) / simd_width;
+      const detail::Conv2dRowsKernel kernel = (rows_of_tile == mr_ ? kernels_ : edge_kernels_)[vectors - 1];
       float* c = output + ((n * OC + oc0) * OH + oh) * OW + p0;
-      if (channels == mr_ && cols == vectors * simd_width) {  // whole vectors: straight into the output
-        kernels_[vectors - 1](depth, a, b, offset_.data() + tap0, c, OH * OW, accumulate);
+      if (channels == rows_of_tile && cols == vectors * simd_width) {  // whole: straight into the output
+        kernel(depth, a, b, offset_.data() + tap0, c, OH * OW, accumulate);
         return;
       }
-      // An edge tile (a partial vector, or fewer channels than the tile's): computed aside, its valid
-      // part then added to (or written into) the output.
-      kernels_[vectors - 1](depth, a, b, offset_.data() + tap0, tile, nr_, false);
+      // An edge tile (a partial vector, or fewer channels than its kernel's rows): computed aside,
+      // its valid part then added to (or written into) the output.
+      kernel(depth, a, b, offset_.data() + tap0, tile, nr_, false);
       for (std::size_t i = 0; i < channels; ++i) {
         float* ci = c + i * OH * OW;
         const float* ti = tile + i * nr_;
@@ -233,7 +258,21 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
                                  });
   }
 
-  std::array<detail::Conv2dRowsKernel, conv2d_max_oc_vectors> kernels_{};
+  // The rows of tile ot's kernel (and of its packed weights): edge_mr_ for the last tile.
+  std::size_t tile_rows(std::size_t ot) const { return ot + 1 == blocks_.oc_tiles_total ? edge_mr_ : mr_; }
+
+  // The kernel rows [kh0, kh1) that read input rows, not padding, for output row oh (empty when
+  // every row of the kernel lies in the padding).
+  std::pair<std::size_t, std::size_t> kernel_rows_in_input(std::size_t oh) const {
+    const std::size_t top = oh * s_.stride_h, KH = s_.kernel_h, ph = s_.pad_h, H = s_.height;
+    const std::size_t kh0 = std::min(KH, ph > top ? ph - top : 0);
+    const std::size_t kh1 = H + ph > top ? std::min(KH, H + ph - top) : 0;
+    return {kh0, std::max(kh0, kh1)};
+  }
+
+  std::array<detail::Conv2dRowsKernel, conv2d_max_oc_vectors> kernels_{}, edge_kernels_{};
+  std::size_t edge_mr_ = 0;
+  bool skip_padding_rows_ = false;
   std::size_t oh_ = 0, ow_ = 0, mr_ = 0, nr_ = 0, oh_block_ = 0, oh_blocks_ = 0;
   std::size_t phase_ = 0, row_stride_ = 0, plane_ = 0, image_ = 0, taps_ = 0, per_thread_ = 0;
   detail::Conv2dBlocks blocks_;

@@ -135,6 +135,35 @@ std::vector<std::string> gemm_row_knob_values() {
   return values;
 }
 
+// For every register tile of the GEMM layouts this build offers, on each shape:
+// configure(rows, vectors, check), where check(params) makes the plan and checks two of its runs
+// (the second reusing the buffers of the first) against conv2d_reference, element by element.
+template <class Configure>
+void check_every_gemm_tile(const std::vector<Conv2dShape>& shapes, std::uint64_t seed, Configure configure) {
+  for (const auto& shape : shapes) {
+    CAPTURE(shape.to_string());
+    Conv2dKernel k(shape, {.threads = 2, .seed = seed});
+    std::vector<double> ref, bound;
+    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
+    tunekit::cpu::AlignedBuffer out(shape.output_size());
+    auto check = [&](const tunekit::cpu::Conv2dParams& params) {
+      tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
+      for (int run = 0; run < 2; ++run) {
+        std::fill(out.data(), out.data() + out.size(), std::nanf(""));
+        plan(k.input(), out.data());
+        CHECK(worst_over_bound(out, ref, bound) <= 1.0);
+      }
+    };
+    for (int rows : tunekit::cpu::conv2d_gemm_rows)
+      for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors) {
+        if (!tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
+        CAPTURE(rows);
+        CAPTURE(vectors);
+        configure(rows, vectors, check);
+      }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conv2d: Conv2dShape gives output sizes and FLOP, and validate names a bad field") {
@@ -590,8 +619,8 @@ TEST_CASE("conv2d: random gemm_rows configs match the reference on odd shapes, s
 
 TEST_CASE("conv2d: every gemm_rows tile, with a last tile of fewer channels and rows wholly in the padding") {
   // Output channels that leave each tile row count a last tile of other sizes (30: 2 for 4, 14 and
-  // 28; 6 for 8 and 12; none for 5, 6 and 10), which gemm_rows computes with a kernel of fewer
-  // rows; two chunks of input channels (4 and 3); padding as deep as the kernel (3x3, pad 3: the
+  // 28; 6 for 8 and 12; 14 for 16; none for 5, 6 and 10), which gemm_rows computes with a kernel
+  // of fewer rows; two chunks of input channels (4 and 3); padding as deep as the kernel (3x3, pad 3: the
   // first and last output rows read only padding, and kh_kw_ic skips their taps), stride 2 and 1.
   const std::vector<Conv2dShape> shapes{
       {.batch = 1, .height = 5, .width = 19, .in_channels = 7, .out_channels = 30, .kernel_h = 3, .kernel_w = 3,
@@ -600,39 +629,23 @@ TEST_CASE("conv2d: every gemm_rows tile, with a last tile of fewer channels and 
        .pad_h = 2, .pad_w = 2, .stride_h = 2, .stride_w = 2},
   };
   using tunekit::cpu::Conv2dReduction;
-  for (const auto& shape : shapes) {
-    CAPTURE(shape.to_string());
-    Conv2dKernel k(shape, {.threads = 2, .seed = 23});
-    std::vector<double> ref, bound;
-    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
-    tunekit::cpu::AlignedBuffer out(shape.output_size());
-    for (int rows : tunekit::cpu::conv2d_gemm_rows)
-      for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors) {
-        if (!tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
-        for (auto reduction : {Conv2dReduction::ic_kh_kw, Conv2dReduction::kh_kw_ic}) {
-          CAPTURE(rows);
-          CAPTURE(vectors);
-          CAPTURE(static_cast<int>(reduction));
-          tunekit::cpu::Conv2dParams params;
-          params.layout = tunekit::cpu::Conv2dLayout::gemm_rows;
-          params.in_cblock = 1;
-          params.packing = tunekit::cpu::Conv2dPacking::shared;
-          params.oc_rows = rows;
-          params.p_vectors = vectors;
-          params.oc_tiles = 2;
-          params.ow_tiles = 1;
-          params.oh_block = 2;
-          params.ic_block = 4;
-          params.reduction = reduction;
-          tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
-          for (int run = 0; run < 2; ++run) {  // the second run reuses the copy of the first
-            std::fill(out.data(), out.data() + out.size(), std::nanf(""));
-            plan(k.input(), out.data());
-            CHECK(worst_over_bound(out, ref, bound) <= 1.0);
-          }
-        }
-      }
-  }
+  check_every_gemm_tile(shapes, 23, [](int rows, int vectors, auto& check) {
+    for (auto reduction : {Conv2dReduction::ic_kh_kw, Conv2dReduction::kh_kw_ic}) {
+      CAPTURE(static_cast<int>(reduction));
+      tunekit::cpu::Conv2dParams params;
+      params.layout = tunekit::cpu::Conv2dLayout::gemm_rows;
+      params.in_cblock = 1;
+      params.packing = tunekit::cpu::Conv2dPacking::shared;
+      params.oc_rows = rows;
+      params.p_vectors = vectors;
+      params.oc_tiles = 2;
+      params.ow_tiles = 1;
+      params.oh_block = 2;
+      params.ic_block = 4;
+      params.reduction = reduction;
+      check(params);  // the second run reuses the copy of the first
+    }
+  });
 }
 
 TEST_CASE("conv2d: gemm_rows is offered for every kernel but 1x1 without padding, and its copy is shared") {
@@ -683,41 +696,25 @@ TEST_CASE("conv2d: gemm1x1 with packing per_thread reads strided input right in 
   };
   using tunekit::cpu::Conv2dLoopOrder;
   using tunekit::cpu::Conv2dParallel;
-  for (const auto& shape : shapes) {
-    CAPTURE(shape.to_string());
-    Conv2dKernel k(shape, {.threads = 2, .seed = 21});
-    std::vector<double> ref, bound;
-    tunekit::cpu::conv2d_reference(shape, k.input(), k.weights(), ref, bound);
-    tunekit::cpu::AlignedBuffer out(shape.output_size());
-    for (int rows : tunekit::cpu::conv2d_gemm_rows)
-      for (int vectors = 1; vectors <= tunekit::cpu::conv2d_max_oc_vectors; ++vectors) {
-        if (!tunekit::cpu::is_conv2d_gemm_tile(rows, vectors)) continue;
-        for (auto order : {Conv2dLoopOrder::ic_oc_ow, Conv2dLoopOrder::ic_ow_oc, Conv2dLoopOrder::oc_ic_ow})
-          for (int ow_tiles : {1, 3}) {
-            CAPTURE(rows);
-            CAPTURE(vectors);
-            CAPTURE(static_cast<int>(order));
-            CAPTURE(ow_tiles);
-            tunekit::cpu::Conv2dParams params;
-            params.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
-            params.in_cblock = 1;
-            params.packing = tunekit::cpu::Conv2dPacking::per_thread;
-            params.oc_rows = rows;
-            params.p_vectors = vectors;
-            params.oc_tiles = 2;
-            params.ow_tiles = ow_tiles;
-            params.ic_block = 4;  // several chunks: each chunk's tiles accumulate
-            params.loop_order = order;
-            params.parallel = ow_tiles == 1 ? Conv2dParallel::oh_oc : Conv2dParallel::oc;
-            tunekit::cpu::Conv2dPlan plan(shape, params, k.weights(), 2);
-            for (int run = 0; run < 2; ++run) {  // the second run reuses the buffers of the first
-              std::fill(out.data(), out.data() + out.size(), std::nanf(""));
-              plan(k.input(), out.data());
-              CHECK(worst_over_bound(out, ref, bound) <= 1.0);
-            }
-          }
+  check_every_gemm_tile(shapes, 21, [](int rows, int vectors, auto& check) {
+    for (auto order : {Conv2dLoopOrder::ic_oc_ow, Conv2dLoopOrder::ic_ow_oc, Conv2dLoopOrder::oc_ic_ow})
+      for (int ow_tiles : {1, 3}) {
+        CAPTURE(static_cast<int>(order));
+        CAPTURE(ow_tiles);
+        tunekit::cpu::Conv2dParams params;
+        params.layout = tunekit::cpu::Conv2dLayout::gemm1x1;
+        params.in_cblock = 1;
+        params.packing = tunekit::cpu::Conv2dPacking::per_thread;
+        params.oc_rows = rows;
+        params.p_vectors = vectors;
+        params.oc_tiles = 2;
+        params.ow_tiles = ow_tiles;
+        params.ic_block = 4;  // several chunks: each chunk's tiles accumulate
+        params.loop_order = order;
+        params.parallel = ow_tiles == 1 ? Conv2dParallel::oh_oc : Conv2dParallel::oc;
+        check(params);
       }
-  }
+  });
 }
 
 #if defined(__AVX512F__) || defined(__AVX2__)

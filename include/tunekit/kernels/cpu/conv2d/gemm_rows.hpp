@@ -30,8 +30,9 @@
 /// channels in tiles of 6: ten tiles of 6 and one of 4, not of 6 with 2 rows of zeros), its
 /// weights packed in panels of that many rows. A tile at the end of a row (a partial vector) or
 /// with fewer channels than its kernel's rows is computed aside and its valid part written. Loop
-/// order, parallel loop and schedule are the knobs of the other layouts. The register tile is ow_tile output channels x
-/// oc_vectors vectors of positions, as for gemm1x1 (the direct plan's tile knobs, transposed).
+/// order, parallel loop and schedule are the knobs of the other layouts. The register tile is
+/// ow_tile output channels x oc_vectors vectors of positions, as for gemm1x1 (the direct plan's
+/// tile knobs, transposed).
 
 #include "tunekit/kernels/cpu/buffer.hpp"
 #include "tunekit/kernels/cpu/conv2d/blocking.hpp"

@@ -9,10 +9,12 @@
 #include "tunekit/kernels/cpu/conv2d/shape.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace tunekit::cpu::detail {
 
@@ -36,6 +38,22 @@ class Conv2dPlanBase {
   Conv2dParams p_;
   int threads_;
 };
+
+/// Per output row, the kernel rows that fall wholly into the top and into the bottom padding,
+/// {above, below} (above + below <= kernel_h: all of them for a row that reads only padding). In
+/// the kh_kw_ic order a chunk's taps go kernel row by kernel row, so those rows' taps are a run at
+/// the chunk's start and one at its end, which the plans leave out.
+inline std::vector<std::array<std::size_t, 2>> conv2d_padding_rows(const Conv2dShape& s) {
+  std::vector<std::array<std::size_t, 2>> rows(s.out_height());
+  for (std::size_t oh = 0; oh < rows.size(); ++oh) {
+    const std::size_t top = oh * s.stride_h;  // the first kernel row's row in padded coordinates
+    const std::size_t above = s.pad_h > top ? std::min(s.kernel_h, s.pad_h - top) : 0;
+    const std::size_t end = top + s.kernel_h, bottom = s.pad_h + s.height;
+    const std::size_t below = end > bottom ? std::min(s.kernel_h - above, end - bottom) : 0;
+    rows[oh] = {above, below};
+  }
+  return rows;
+}
 
 /// The blocks of work of a plan. The output channels are cut into tiles of `tile_channels`, a
 /// row of `row_positions` output positions into tiles of `tile_positions`; a block holds

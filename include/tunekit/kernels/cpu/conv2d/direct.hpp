@@ -222,17 +222,9 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
     for (std::size_t oh = 0; oh < oh_; ++oh)
       row_interior_[oh] = oh * s_.stride_h >= s_.pad_h &&
                           oh * s_.stride_h - s_.pad_h + s_.kernel_h <= s_.height;
-    // In the kh_kw_ic order a chunk's taps go kernel row by kernel row, so the rows that fall in
-    // the top or bottom padding for output row oh are a run at the chunk's start or end: left out.
+    // With kh_kw_ic the kernel rows in the top or bottom padding are left out.
     padding_rows_.assign(oh_, {0, 0});
-    if (!flat_ && p_.reduction == Conv2dReduction::kh_kw_ic)
-      for (std::size_t oh = 0; oh < oh_; ++oh) {
-        const std::size_t top = oh * s_.stride_h;  // the first kernel row's row in padded coordinates
-        const std::size_t above = s_.pad_h > top ? std::min(s_.kernel_h, s_.pad_h - top) : 0;
-        const std::size_t end = top + s_.kernel_h, bottom = s_.pad_h + s_.height;
-        const std::size_t below = end > bottom ? std::min(s_.kernel_h - above, end - bottom) : 0;
-        padding_rows_[oh] = {above, below};
-      }
+    if (!flat_ && p_.reduction == Conv2dReduction::kh_kw_ic) padding_rows_ = detail::conv2d_padding_rows(s_);
     tile_interior_.resize(blocks_.ow_tiles_total);
     for (std::size_t t = 0; t < blocks_.ow_tiles_total; ++t) {
       const std::size_t iw = t * P_ * s_.stride_w;

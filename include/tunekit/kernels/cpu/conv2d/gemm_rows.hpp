@@ -111,7 +111,8 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
       if (static_cast<std::size_t>(r) >= last_channels && static_cast<std::size_t>(r) < edge_mr_)
         edge_mr_ = static_cast<std::size_t>(r);
     edge_kernels_ = edge_mr_ == mr_ ? kernels_ : detail::conv2d_rows_kernels(static_cast<int>(edge_mr_), p_.p_vectors);
-    skip_padding_rows_ = p_.reduction == Conv2dReduction::kh_kw_ic;
+    padding_rows_.assign(oh_, {0, 0});  // with kh_kw_ic the kernel rows in the padding are left out
+    if (p_.reduction == Conv2dReduction::kh_kw_ic) padding_rows_ = detail::conv2d_padding_rows(s_);
     oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
     oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
     // The copy: per image and channel, the padded rows, each stride_w phases of phase_ floats;
@@ -225,15 +226,13 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
     auto compute = [&](std::size_t j, std::size_t ot, std::size_t oh, std::size_t pt) {
       const std::size_t oc0 = ot * mr_, channels = std::min(mr_, OC - oc0), rows_of_tile = tile_rows(ot);
       const std::size_t p0 = pt * nr_, cols = std::min(nr_, OW - p0);
-      // The chunk's taps, and of them those of kernel rows [kh0, kh1) when the rest lie in the
-      // padding above or below output row oh (taps ordered kh, kw, channel in the chunk).
+      // The chunk's taps but those of the kernel rows in the padding above and below output row
+      // oh (padding_rows_; none but with kh_kw_ic, whose taps go kh, kw, channel in a chunk).
       const std::size_t chunk_channels = std::min(blocks_.ic_block, IC - j * blocks_.ic_block);
-      std::size_t tap0 = j * blocks_.ic_block * kernel_taps, depth = chunk_channels * kernel_taps;
-      if (skip_padding_rows_) {
-        const auto [kh0, kh1] = kernel_rows_in_input(oh);
-        tap0 += kh0 * s_.kernel_w * chunk_channels;
-        depth = (kh1 - kh0) * s_.kernel_w * chunk_channels;
-      }
+      const std::size_t row_taps = s_.kernel_w * chunk_channels;
+      const auto [above, below] = padding_rows_[oh];
+      const std::size_t tap0 = j * blocks_.ic_block * kernel_taps + above * row_taps;
+      const std::size_t depth = chunk_channels * kernel_taps - (above + below) * row_taps;
       const float* a = packed_weights_.data() + ot * taps_ * mr_ + tap0 * rows_of_tile;
       const float* b = image + oh * s_.stride_h * row_stride_ + p0;
       const bool accumulate = j > 0;
@@ -262,18 +261,9 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
   // The rows of tile ot's kernel (and of its packed weights): edge_mr_ for the last tile.
   std::size_t tile_rows(std::size_t ot) const { return ot + 1 == blocks_.oc_tiles_total ? edge_mr_ : mr_; }
 
-  // The kernel rows [kh0, kh1) that read input rows, not padding, for output row oh (empty when
-  // every row of the kernel lies in the padding).
-  std::pair<std::size_t, std::size_t> kernel_rows_in_input(std::size_t oh) const {
-    const std::size_t top = oh * s_.stride_h, KH = s_.kernel_h, ph = s_.pad_h, H = s_.height;
-    const std::size_t kh0 = std::min(KH, ph > top ? ph - top : 0);
-    const std::size_t kh1 = H + ph > top ? std::min(KH, H + ph - top) : 0;
-    return {kh0, std::max(kh0, kh1)};
-  }
-
   std::array<detail::Conv2dRowsKernel, conv2d_max_oc_vectors> kernels_{}, edge_kernels_{};
   std::size_t edge_mr_ = 0;
-  bool skip_padding_rows_ = false;
+  std::vector<std::array<std::size_t, 2>> padding_rows_;  // per output row (conv2d_padding_rows)
   std::size_t oh_ = 0, ow_ = 0, mr_ = 0, nr_ = 0, oh_block_ = 0, oh_blocks_ = 0;
   std::size_t phase_ = 0, row_stride_ = 0, plane_ = 0, image_ = 0, taps_ = 0, per_thread_ = 0;
   detail::Conv2dBlocks blocks_;

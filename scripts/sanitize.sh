@@ -81,7 +81,7 @@ if [[ $what == address || $what == all ]]; then
   #   more: Chameleon's escape on convolution_A4000 over 15 seeds, the bandit's slot allocation,
   #   the multi-task schedulers' time to 1.05x): 120 s in Release, about 13 minutes under ASan on
   #   2 cores, which CI's 30 minutes cannot hold; and tpe-gp-rf-restarts against tpe-gp-rf over 40
-  #   seeds of 400 trials (8 s in Release, measured on its own). They repeat over 7-40 seeds the
+  #   seeds of 400 trials (12 s in Release, measured on its own). They repeat over 7-40 seeds the
   #   presets and schedulers that shorter cases run under ASan once (test_tuner's exact
   #   re-execution of random, AutoTVM and PPO; the kill-and-resume test; the forest, annealing,
   #   contextual annealing, adaptive evaluator, k-means sampler and scheduler cases; TreeParzen's

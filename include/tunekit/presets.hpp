@@ -39,12 +39,16 @@ inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
   p.forest_turns = true;
   return p;
 }();
-/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's, with restarts
-/// (TreeParzenParams::restart_after 200: a phase ends once its best has not improved for 200
-/// trials, or for as many as it took to reach it when that is more; TreeParzen's step 7).
+/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's with a longer model start
+/// (TreeParzenParams::gp_trials 60 in place of 40: the forest and the Gaussian process pick in
+/// turns while a phase has fewer than 60 trials) and with restarts (TreeParzenParams::restart_after
+/// 100: a phase ends once its best has not improved for 100 trials, or for as many as it took to
+/// reach it when that is more; TreeParzen's step 7). Both measured over 400 seeds on the recorded
+/// spaces and over 100 on 32 synthetic ones (docs/performance.md, "The bar over 400 seeds").
 inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
   TreeParzenParams p = tpe_gp_rf_params;
-  p.restart_after = 200;
+  p.gp_trials = 60;
+  p.restart_after = 100;
   return p;
 }();
 
@@ -80,9 +84,9 @@ static_assert(Optimizer<TreeParzenGpRfRestarts>);
 /// tpe-gp-rf with restarts: a run whose best has stalled starts over (a new space-filling start
 /// away from every config visited, a new model start, densities of the new phase's trials), so
 /// that one run gets several independent chances to leave the basin it locked into, such as a
-/// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"). Identical to
-/// tpe-gp-rf for its first 200 trials at least. The default of tunekit-replay, the tuning
-/// programs and the Python bindings (default_preset).
+/// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"); its model start
+/// is 60 trials long, in each phase. Identical to tpe-gp-rf for its first 40 trials. The default
+/// of tunekit-replay, the tuning programs and the Python bindings (default_preset).
 using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by

@@ -42,9 +42,11 @@ class Conv2dPlanBase {
 /// Per output row, the kernel rows that fall wholly into the top and into the bottom padding,
 /// {above, below} (above + below <= kernel_h: all of them for a row that reads only padding). In
 /// the kh_kw_ic order a chunk's taps go kernel row by kernel row, so those rows' taps are a run at
-/// the chunk's start and one at its end, which the plans leave out.
-inline std::vector<std::array<std::size_t, 2>> conv2d_padding_rows(const Conv2dShape& s) {
-  std::vector<std::array<std::size_t, 2>> rows(s.out_height());
+/// the chunk's start and one at its end, which the plans leave out. With `leave_out` false (a plan
+/// that cannot leave them out) every row is {0, 0}.
+inline std::vector<std::array<std::size_t, 2>> conv2d_padding_rows(const Conv2dShape& s, bool leave_out) {
+  std::vector<std::array<std::size_t, 2>> rows(s.out_height(), {0, 0});
+  if (!leave_out) return rows;
   for (std::size_t oh = 0; oh < rows.size(); ++oh) {
     const std::size_t top = oh * s.stride_h;  // the first kernel row's row in padded coordinates
     const std::size_t above = s.pad_h > top ? std::min(s.kernel_h, s.pad_h - top) : 0;

@@ -223,8 +223,7 @@ class Conv2dDirectPlan : public detail::Conv2dPlanBase {
       row_interior_[oh] = oh * s_.stride_h >= s_.pad_h &&
                           oh * s_.stride_h - s_.pad_h + s_.kernel_h <= s_.height;
     // With kh_kw_ic the kernel rows in the top or bottom padding are left out.
-    padding_rows_.assign(oh_, {0, 0});
-    if (!flat_ && p_.reduction == Conv2dReduction::kh_kw_ic) padding_rows_ = detail::conv2d_padding_rows(s_);
+    padding_rows_ = detail::conv2d_padding_rows(s_, !flat_ && p_.reduction == Conv2dReduction::kh_kw_ic);
     tile_interior_.resize(blocks_.ow_tiles_total);
     for (std::size_t t = 0; t < blocks_.ow_tiles_total; ++t) {
       const std::size_t iw = t * P_ * s_.stride_w;

@@ -111,8 +111,8 @@ class Conv2dGemmRowsPlan : public detail::Conv2dPlanBase {
       if (static_cast<std::size_t>(r) >= last_channels && static_cast<std::size_t>(r) < edge_mr_)
         edge_mr_ = static_cast<std::size_t>(r);
     edge_kernels_ = edge_mr_ == mr_ ? kernels_ : detail::conv2d_rows_kernels(static_cast<int>(edge_mr_), p_.p_vectors);
-    padding_rows_.assign(oh_, {0, 0});  // with kh_kw_ic the kernel rows in the padding are left out
-    if (p_.reduction == Conv2dReduction::kh_kw_ic) padding_rows_ = detail::conv2d_padding_rows(s_);
+    // With kh_kw_ic the kernel rows in the padding are left out.
+    padding_rows_ = detail::conv2d_padding_rows(s_, p_.reduction == Conv2dReduction::kh_kw_ic);
     oh_block_ = std::min<std::size_t>(static_cast<std::size_t>(p_.oh_block), oh_);
     oh_blocks_ = (oh_ + oh_block_ - 1) / oh_block_;
     // The copy: per image and channel, the padded rows, each stride_w phases of phase_ floats;

@@ -4,6 +4,13 @@
 /// compared offline. The timeline is the simulated measurement seconds (the replayed run times
 /// plus the per-config overhead, summed over tasks), which a seed reproduces on any machine;
 /// search and scheduling time are left out of it and reported separately.
+///
+/// The objective the schedulers see is made of measured latencies: each task's best is the lowest
+/// mean of a few draws among every config it measured, so a task measured many times holds a
+/// config whose draws came out low (on gemm_RTX_2080_Ti the lowest recorded sample is 10% below
+/// the optimum's mean). On recorded kernels the trace also carries the recorded objective: the
+/// same sum with each held config at its recorded mean time, what the model would really run.
+/// Schedulers are compared on that one (docs/performance.md, "Multi-task scheduling").
 
 #include "tunekit/replay/replay_kernel.hpp"
 #include "tunekit/multi_task_tuner.hpp"
@@ -25,6 +32,10 @@ namespace tunekit {
 /// One multi-task run replayed on recorded datasets.
 struct MultiTaskTrace {
   std::vector<ObjectivePoint> objective{};
+  /// On recorded kernels (ReplayKernel): after each point of `objective`, the weighted sum of the
+  /// recorded mean times (seconds) of the configs the tasks hold as best; infinity until every
+  /// task has succeeded. Empty on live kernels.
+  std::vector<double> recorded_objective{};
   /// The task of each slot.
   std::vector<std::size_t> slot_tasks{};
   /// Each task's best latency in seconds at the end.
@@ -45,7 +56,63 @@ struct MultiTaskTrace {
   }
   /// seconds_to(factor, the run's own final objective).
   double seconds_to(double factor) const { return seconds_to(factor, final_objective()); }
+
+  /// The recorded objective at the end (infinity when a task never succeeded or on live kernels).
+  double final_recorded_objective() const {
+    return recorded_objective.empty() ? std::numeric_limits<double>::infinity() : recorded_objective.back();
+  }
+  /// Simulated measurement seconds until the recorded objective was first within `factor` of
+  /// `reference`; infinity when it never was.
+  double recorded_seconds_to(double factor, double reference) const {
+    for (std::size_t i = 0; i < recorded_objective.size(); ++i)
+      if (recorded_objective[i] <= factor * reference) return objective[i].measure_seconds;
+    return std::numeric_limits<double>::infinity();
+  }
 };
+
+namespace detail {
+
+/// Task i's kernel in a range of kernels or of pointers to kernels.
+template <class Kernels>
+decltype(auto) kernel_at(Kernels& kernels, std::size_t i) {
+  if constexpr (requires { kernels[i].space(); })
+    return (kernels[i]);
+  else
+    return (*kernels[i]);
+}
+
+/// MultiTaskTrace::recorded_objective of a finished run: its objective history walked point by
+/// point, each point one trial of its task in the task's history order, each task's best (lowest
+/// measured mean; the first wins a tie, as History::best) priced at its recorded mean.
+template <class MT, class Kernels>
+std::vector<double> recorded_objective(const MT& mt, Kernels& kernels) {
+  const std::size_t n = mt.task_count();
+  std::vector<std::size_t> next(n, 0);
+  std::vector<const Trial*> best(n, nullptr);
+  std::vector<double> out;
+  out.reserve(mt.objective_history().size());
+  for (const ObjectivePoint& p : mt.objective_history()) {
+    const History& h = mt.tuner(p.task).history();
+    if (next[p.task] >= h.size())
+      throw std::logic_error("recorded_objective: task " + std::to_string(p.task) + " has more points than trials");
+    const Trial& t = h[next[p.task]++];
+    if (t.measurement.ok() && (!best[p.task] || t.measurement.mean < best[p.task]->measurement.mean)) best[p.task] = &t;
+    double recorded = 0.0, measured = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double w = mt.task(i).weight;
+      recorded += best[i] ? w * kernel_at(kernels, i).recorded_ms(best[i]->config) * 1e-3
+                          : std::numeric_limits<double>::infinity();
+      measured += w * (best[i] ? best[i]->measurement.mean : std::numeric_limits<double>::infinity());
+    }
+    // The walk must see the best the tuner saw at this point (MultiTaskTuner::objective).
+    if (measured != p.objective)
+      throw std::logic_error("recorded_objective: the objective history does not follow the tasks' histories");
+    out.push_back(recorded);
+  }
+  return out;
+}
+
+}  // namespace detail
 
 /// Runs a MultiTaskTuner<SchedulerT, TunerT> to its budget on `kernels` (task i: kernels[i] with
 /// tasks[i]; a range of kernels or of pointers to kernels, as MultiTaskTuner::tune takes) and
@@ -82,6 +149,8 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
   MultiTaskTrace trace;
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.objective = mt.objective_history();
+  if constexpr (requires(const Config& c) { detail::kernel_at(kernels, 0).recorded_ms(c); })
+    trace.recorded_objective = detail::recorded_objective(mt, kernels);
   trace.slot_tasks = mt.slot_tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
   trace.scheduler_seconds = mt.scheduler_seconds();

@@ -18,7 +18,8 @@ mkdir -p "$work"
 $launcher "$replay" "${common[@]}" "${extra[@]}" --quiet --out "$work/farm.csv" > "$work/farm.txt" 2>&1 || {
   echo "the farm run failed:"; cat "$work/farm.txt"; exit 1; }
 # The single-task --out: all but column 7, the tuning clock (search time is wall time). The
-# multi-task --out (seed, trial, slot, task, simulated seconds, objective) is simulated throughout.
+# multi-task --out (seed, trial, slot, task, simulated seconds, objective, recorded objective) is
+# simulated throughout.
 if head -1 "$work/serial.csv" | grep -q '^seed,trial,slot,'; then cols=1-; else cols=1-6,8,9; fi
 grep -q "measuring on" "$work/farm.txt" || { echo "the farm run did not measure on a farm:"; cat "$work/farm.txt"; exit 1; }
 cut -d, -f"$cols" "$work/serial.csv" > "$work/serial.cut"

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ TEST_CASE("multi-task replay: the schedulers against sequential, and where the b
     tasks.push_back({.name = names[i], .flop = flops[i], .tag = names[i].substr(0, names[i].find('_'))});
   }
   const MultiTaskOptions options{.budget = {.trials = 800}, .slot_trials = 16, .plan_size = 16};
+  double optimum = 0.0;
+  for (const auto& k : kernels) optimum += k.optimum_ms() * 1e-3;
   std::map<std::string, std::vector<MultiTaskTrace>> runs;
   std::vector<double> finals;
   for (const char* scheduler : {"sequential", "round-robin", "bandit", "gradient"})
@@ -46,7 +49,11 @@ TEST_CASE("multi-task replay: the schedulers against sequential, and where the b
       runs[scheduler].push_back(replay_multi_task<RandomSearchTuner>(kernels, tasks, make_scheduler(scheduler), options, rng));
       const auto& t = runs[scheduler].back();
       CHECK(t.objective.size() == 800);
+      CHECK(t.recorded_objective.size() == 800);
       CHECK(t.slot_tasks.size() == 50);
+      // The recorded objective prices held configs at their recorded means: never below the sum
+      // of the datasets' optima.
+      CHECK(t.final_recorded_objective() >= optimum * (1 - 1e-12));
       finals.push_back(t.final_objective());
     }
   const double reference = quantile(finals, 0.5);
@@ -80,4 +87,36 @@ TEST_CASE("multi-task replay: the schedulers against sequential, and where the b
     CHECK(std::isinf(tr.objective[38 * 16 - 1].objective));
     CHECK(std::isfinite(tr.objective[38 * 16].objective));
   }
+}
+
+TEST_CASE("multi-task replay: the recorded objective prices the held configs at their recorded means") {
+  // Task 0: config 0 recorded at 2 ms with samples {1, 3} ms, config 1 at 1.5 ms with {1.5}.
+  // Deterministic takes 3 samples and keeps the middle one, so config 0 measures 1 ms (two draws
+  // of 1 or more: probability 1/2) or 3 ms, and the task holds config 0 exactly when it measured
+  // 1 ms: its measured best is then 1 ms and its recorded one 2 ms; else both are 1.5 ms. Task 1:
+  // 4 and 8 ms without noise. Grid search measures both configs of each task, round-robin.
+  const std::vector<std::string> params{"x"};
+  std::vector<ReplayKernel> kernels;
+  kernels.push_back(ReplayKernel::from_rows(params, {{{0}, 2.0, {1.0, 3.0}}, {{1}, 1.5, {1.5}}}, "noisy"));
+  kernels.push_back(ReplayKernel::from_rows(params, {{{0}, 4.0, {4.0}}, {{1}, 8.0, {8.0}}}, "steady"));
+  const std::vector<TaskOptions> tasks{{.name = "noisy"}, {.name = "steady"}};
+  const MultiTaskOptions options{.budget = {.trials = 4}, .slot_trials = 2, .plan_size = 2};
+  std::size_t lucky = 0;
+  for (std::uint64_t seed = 0; seed < 32; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const auto t = replay_multi_task<GridSearchTuner>(kernels, tasks, make_scheduler("round-robin"), options, rng);
+    REQUIRE(t.objective.size() == 4);
+    REQUIRE(t.recorded_objective.size() == 4);
+    // Infinite until task 1's first trial (the third); task 1 then holds its 4 ms config.
+    CHECK(std::isinf(t.recorded_objective[1]));
+    const bool held_noisy = t.final_objective() < 5.4e-3;
+    lucky += held_noisy;
+    CHECK(t.final_objective() == doctest::Approx(held_noisy ? 5.0e-3 : 5.5e-3).epsilon(1e-12));
+    CHECK(t.final_recorded_objective() == doctest::Approx(held_noisy ? 6.0e-3 : 5.5e-3).epsilon(1e-12));
+    CHECK(t.recorded_seconds_to(1.0 + 1e-9, 5.5e-3) == (held_noisy ? HUGE_VAL : t.objective[2].measure_seconds));
+  }
+  // Both cases occur (the seeds fix which; each has probability 1/2).
+  CHECK(lucky > 0);
+  CHECK(lucky < 32);
 }

@@ -317,7 +317,9 @@ struct MultiSetup {
 };
 
 /// One scheduler's runs: per seed the objective (sum of the tasks' best latencies, ms) after each
-/// trial, over the simulated measurement seconds summed over tasks.
+/// trial, over the simulated measurement seconds summed over tasks. On recorded kernels it is the
+/// recorded objective (the held configs at their recorded means, MultiTaskTrace::recorded_objective),
+/// not the measured one, which the draws bias low where a task is measured many times.
 struct SchedulerRuns {
   std::string pipeline;
   std::vector<std::vector<double>> seconds;
@@ -336,9 +338,9 @@ SchedulerRuns scheduler_runs(std::string name, Kernels& kernels, const std::vect
     const tunekit::MultiTaskTrace t =
         tunekit::trace_multi_task<TunerT>(kernels, tasks, SchedulerT{}, options, rng, parts);
     std::vector<double> sec, obj;
-    for (const auto& p : t.objective) {
-      sec.push_back(p.measure_seconds);
-      obj.push_back(p.objective * 1e3);
+    for (std::size_t i = 0; i < t.objective.size(); ++i) {
+      sec.push_back(t.objective[i].measure_seconds);
+      obj.push_back((t.recorded_objective.empty() ? t.objective[i].objective : t.recorded_objective[i]) * 1e3);
     }
     std::vector<std::size_t> slots(tasks.size(), 0);
     for (std::size_t k : t.slot_tasks) ++slots[k];

@@ -111,7 +111,8 @@ def plot_dynatune(path, out_dir, study, live):
         if series:
             band(ax, series, p, COLORS[i % len(COLORS)])
     ax.set_xlabel(("measuring seconds" if live else "simulated tuning seconds") + " (all operators)")
-    ax.set_ylabel("model latency: sum of operator latencies (ms)")
+    ax.set_ylabel("model latency: sum of operator latencies (ms)" if live else
+                  "model latency: held configs' recorded means (ms)")
     ax.set_title("schedulers on ResNet-18 layers (live CPU conv2d)" if live else
                  "schedulers on the four recorded operators")
     ax.grid(alpha=0.3)

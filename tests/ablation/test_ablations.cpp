@@ -63,6 +63,8 @@ TEST_CASE("ablation: the DynaTune core gives one objective curve per scheduler a
   const ablation::MultiSetup s{.datasets = {ablation_datasets / "convolution_A4000.csv", ablation_datasets / "gemm_RTX_3090.csv"},
                                .seeds = 2, .budget = 64, .slot_trials = 16, .plan_size = 16, .overhead_seconds = 1.0};
   const auto all = ablation::dynatune_ablation(s);
+  double optimum_ms = 0.0;
+  for (const auto& d : s.datasets) optimum_ms += tunekit::ReplayKernel::from_csv(d).optimum_ms();
   const std::vector<std::string> names = {"sequential", "random-slots", "round-robin", "flop-proportional", "bandit",
                                           "gradient"};
   REQUIRE(all.size() == names.size());
@@ -75,9 +77,11 @@ TEST_CASE("ablation: the DynaTune core gives one objective curve per scheduler a
       std::size_t slots = 0;
       for (std::size_t k : all[i].slots_per_task[seed]) slots += k;
       CHECK(slots == s.budget / s.slot_trials);
-      // The objective never rises, and it ends finite exactly when every operator got a slot
-      // (with 4 slots, flop-proportional gives all of them to the operator with more FLOP).
-      for (std::size_t t = 1; t < s.budget; ++t) CHECK(all[i].objective_ms[seed][t] <= all[i].objective_ms[seed][t - 1]);
+      // The objective is the recorded one (the held configs at their recorded means): never
+      // below the sum of the datasets' optima (it may rise, when a task's new measured best is
+      // slower by its recorded mean). It ends finite exactly when every operator got a slot (with
+      // 4 slots, flop-proportional gives all of them to the operator with more FLOP).
+      for (std::size_t t = 0; t < s.budget; ++t) CHECK(all[i].objective_ms[seed][t] >= optimum_ms * (1 - 1e-12));
       CAPTURE(all[i].pipeline);
       bool every_task_tuned = true;
       for (std::size_t k : all[i].slots_per_task[seed]) every_task_tuned = every_task_tuned && k > 0;

@@ -91,10 +91,11 @@ TEST_CASE("multi-task replay: the schedulers against sequential, and where the b
 
 TEST_CASE("multi-task replay: the recorded objective prices the held configs at their recorded means") {
   // Task 0: config 0 recorded at 2 ms with samples {1, 3} ms, config 1 at 1.5 ms with {1.5}.
-  // Deterministic takes 3 samples and keeps the middle one, so config 0 measures 1 ms (two draws
-  // of 1 or more: probability 1/2) or 3 ms, and the task holds config 0 exactly when it measured
-  // 1 ms: its measured best is then 1 ms and its recorded one 2 ms; else both are 1.5 ms. Task 1:
-  // 4 and 8 ms without noise. Grid search measures both configs of each task, round-robin.
+  // Deterministic takes 3 samples and keeps the middle one, so config 0 measures 1 ms (when at
+  // least two of the three draws are 1 ms: probability 1/2) or 3 ms, and the task holds config 0
+  // exactly when it measured 1 ms: its measured best is then 1 ms and its recorded one 2 ms; else
+  // both are 1.5 ms. Task 1: 4 and 8 ms without noise. Grid search measures both configs of each
+  // task, round-robin.
   const std::vector<std::string> params{"x"};
   std::vector<ReplayKernel> kernels;
   kernels.push_back(ReplayKernel::from_rows(params, {{{0}, 2.0, {1.0, 3.0}}, {{1}, 1.5, {1.5}}}, "noisy"));

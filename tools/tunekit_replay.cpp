@@ -462,23 +462,19 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
     summary["budget"] = args.budget;
     summary["slot_trials"] = args.slot;
     summary["optimum_objective_ms"] = optimum;
-    auto per_seed = [](const std::vector<double>& v) {
+    // Per seed (null where infinite) as NAME, and the median over seeds as NAME_median.
+    auto per_seed = [&](const std::string& name, const std::vector<double>& v) {
       nlohmann::json j = nlohmann::json::array();
       for (double x : v) j.push_back(finite_or_null(x));
-      return j;
+      summary[name] = j;
+      summary[name + "_median"] = median_or_null(v);
     };
-    summary["final_objective_ms"] = per_seed(final_ms);
-    summary["seconds_to_1.05x"] = per_seed(to105);
-    summary["seconds_to_1.01x"] = per_seed(to101);
-    summary["final_objective_ms_median"] = median_or_null(final_ms);
-    summary["seconds_to_1.05x_median"] = median_or_null(to105);
-    summary["seconds_to_1.01x_median"] = median_or_null(to101);
-    summary["final_recorded_objective_ms"] = per_seed(final_rec_ms);
-    summary["recorded_seconds_to_1.05x_optimum"] = per_seed(rec105);
-    summary["recorded_seconds_to_1.01x_optimum"] = per_seed(rec101);
-    summary["final_recorded_objective_ms_median"] = median_or_null(final_rec_ms);
-    summary["recorded_seconds_to_1.05x_optimum_median"] = median_or_null(rec105);
-    summary["recorded_seconds_to_1.01x_optimum_median"] = median_or_null(rec101);
+    per_seed("final_objective_ms", final_ms);
+    per_seed("seconds_to_1.05x", to105);
+    per_seed("seconds_to_1.01x", to101);
+    per_seed("final_recorded_objective_ms", final_rec_ms);
+    per_seed("recorded_seconds_to_1.05x_optimum", rec105);
+    per_seed("recorded_seconds_to_1.01x_optimum", rec101);
     nlohmann::json spt = nlohmann::json::array();
     for (const auto& v : slots_per_task) spt.push_back(tunekit::quantile(v, 0.5));
     summary["slots_per_task_median"] = spt;

@@ -72,15 +72,6 @@ struct MultiTaskTrace {
 
 namespace detail {
 
-/// Task i's kernel in a range of kernels or of pointers to kernels.
-template <class Kernels>
-decltype(auto) kernel_at(Kernels& kernels, std::size_t i) {
-  if constexpr (requires { kernels[i].space(); })
-    return (kernels[i]);
-  else
-    return (*kernels[i]);
-}
-
 /// MultiTaskTrace::recorded_objective of a finished run: its objective history walked point by
 /// point, each point one trial of its task in the task's history order, each task's best (lowest
 /// measured mean; the first wins a tie, as History::best) priced at its recorded mean.
@@ -100,7 +91,7 @@ std::vector<double> recorded_objective(const MT& mt, Kernels& kernels) {
     double recorded = 0.0, measured = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
       const double w = mt.task(i).weight;
-      recorded += best[i] ? w * kernel_at(kernels, i).recorded_ms(best[i]->config) * 1e-3
+      recorded += best[i] ? w * kernel_of(kernels, i).recorded_ms(best[i]->config) * 1e-3
                           : std::numeric_limits<double>::infinity();
       measured += w * (best[i] ? best[i]->measurement.mean : std::numeric_limits<double>::infinity());
     }
@@ -135,12 +126,7 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
     throw std::invalid_argument("trace_multi_task: " + std::to_string(std::size(kernels)) + " kernels for " +
                                 std::to_string(tasks.size()) + " tasks");
   MultiTaskTuner<SchedulerT, TunerT> mt(std::move(scheduler), options);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    if constexpr (requires { kernels[i].space(); })
-      mt.add_task(kernels[i], tasks[i], parts);
-    else
-      mt.add_task(*kernels[i], tasks[i], parts);
-  }
+  for (std::size_t i = 0; i < tasks.size(); ++i) mt.add_task(detail::kernel_of(kernels, i), tasks[i], parts);
   const auto t0 = std::chrono::steady_clock::now();
   if constexpr (std::is_same_v<F, detail::NoFarm>)
     mt.tune(kernels, rng);
@@ -149,7 +135,7 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
   MultiTaskTrace trace;
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.objective = mt.objective_history();
-  if constexpr (requires(const Config& c) { detail::kernel_at(kernels, 0).recorded_ms(c); })
+  if constexpr (requires(const Config& c) { detail::kernel_of(kernels, 0).recorded_ms(c); })
     trace.recorded_objective = detail::recorded_objective(mt, kernels);
   trace.slot_tasks = mt.slot_tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));

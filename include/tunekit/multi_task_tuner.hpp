@@ -131,6 +131,15 @@ bool call_on_slot(C& c, const MultiTaskState& s) {
   }
   return false;
 }
+/// kernels[i], or *kernels[i] for a range of pointers to kernels.
+template <class Kernels>
+auto& kernel_of(Kernels& kernels, std::size_t i) {
+  using Element = std::remove_cvref_t<decltype(kernels[std::size_t{0}])>;
+  if constexpr (Kernel<Element>)
+    return kernels[i];
+  else
+    return *kernels[i];
+}
 }  // namespace detail
 
 /// A multi-task callback: the single-task hooks on_begin, on_measured and on_end (called as
@@ -225,7 +234,7 @@ class MultiTaskTuner {
       if (job.task >= tasks_.size() || job.task >= std::size(kernels))
         throw std::invalid_argument("farm job of task " + std::to_string(job.task) + " of " +
                                     std::to_string(tasks_.size()));
-      return detail::measure_farm_job(tasks_[job.task].tuner.evaluator(), kernel_of(kernels, job.task), job);
+      return detail::measure_farm_job(tasks_[job.task].tuner.evaluator(), detail::kernel_of(kernels, job.task), job);
     };
     return detail::with_farm(
         farm, work, [&] { return tune_loop(kernels, farm, rng, callbacks...); },
@@ -233,19 +242,9 @@ class MultiTaskTuner {
   }
 
  private:
-  // kernels[i], or *kernels[i] for a range of pointers.
-  template <class Kernels>
-  static auto& kernel_of(Kernels& kernels, std::size_t i) {
-    using Element = std::remove_cvref_t<decltype(kernels[std::size_t{0}])>;
-    if constexpr (Kernel<Element>)
-      return kernels[i];
-    else
-      return *kernels[i];
-  }
-
   template <class Kernels, class F, class... Callbacks>
   MultiTaskResult tune_loop(Kernels& kernels, F& farm, Rng& rng, Callbacks&... callbacks) {
-    auto kernel_at = [&](std::size_t i) -> auto& { return kernel_of(kernels, i); };
+    auto kernel_at = [&](std::size_t i) -> auto& { return detail::kernel_of(kernels, i); };
     using K = std::remove_cvref_t<decltype(kernel_at(0))>;
     static_assert(check_kernel<K>());
     static_assert((check_multi_task_callback<std::remove_cvref_t<Callbacks>>() && ...));

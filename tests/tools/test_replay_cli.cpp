@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,13 +159,37 @@ TEST_CASE("tunekit-replay replays several datasets as one model with a scheduler
     CHECK(j["seconds_to_1.05x_median"].is_number());
     CHECK(j["slots_per_task_median"].size() == 2);
     CHECK(j["objective_over_time"].size() == 10);
+    std::size_t finite_points = 0;
+    for (const auto& point : j["objective_over_time"]) {
+      // The recorded objective is finite where the measured one is (null while a task is unmeasured);
+      // over time too it is never below the optimum, and its quartiles are ordered.
+      for (const char* q : {"p25_ms", "median_ms", "p75_ms"})
+        CHECK(point[q].is_null() == point[std::string("recorded_") + q].is_null());
+      if (point["recorded_p75_ms"].is_null()) continue;
+      ++finite_points;
+      CHECK(point["recorded_median_ms"].get<double>() >= j["optimum_objective_ms"].get<double>() * (1 - 1e-9));
+      CHECK(point["recorded_p25_ms"].get<double>() <= point["recorded_median_ms"].get<double>());
+      CHECK(point["recorded_median_ms"].get<double>() <= point["recorded_p75_ms"].get<double>());
+    }
+    CHECK(finite_points >= 5);
     std::ifstream oin(out);
     std::string line;
     std::size_t rows = 0;
     std::getline(oin, line);
     CHECK(line == "seed,trial,slot,task,simulated_seconds,objective_ms,recorded_objective_ms");
-    while (std::getline(oin, line)) ++rows;
+    std::vector<double> recorded;  // the recorded_objective_ms column
+    while (std::getline(oin, line)) {
+      ++rows;
+      recorded.push_back(std::stod(line.substr(line.rfind(',') + 1)));
+    }
     CHECK(rows == 3 * 96);
+    // With 3 seeds, each median over time is one seed's recorded objective at that time: a value of
+    // the per-trial column (written to 6 digits).
+    for (const auto& point : j["objective_over_time"]) {
+      if (point["recorded_median_ms"].is_null()) continue;
+      const double m = point["recorded_median_ms"].get<double>();
+      CHECK(std::any_of(recorded.begin(), recorded.end(), [m](double r) { return std::abs(r - m) <= 1e-5 * m; }));
+    }
   }
   CHECK(run(base + " --scheduler nope") != 0);
   CHECK(run(base + " --weights 1") != 0);

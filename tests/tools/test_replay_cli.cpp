@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }

@@ -444,14 +444,18 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
           v.push_back(obj * 1e3);
           rec.push_back(r * 1e3);
         }
+        // p25, median, p75 of the measured (q[0]) and of the recorded (q[1]) objective.
+        double q[2][3];
         nlohmann::json point{{"seconds", at}};
-        for (const auto& [prefix, values] : {std::pair{"", &v}, std::pair{"recorded_", &rec}}) {
-          point[std::string(prefix) + "p25_ms"] = finite_or_null(tunekit::quantile(*values, 0.25));
-          point[std::string(prefix) + "median_ms"] = finite_or_null(tunekit::quantile(*values, 0.5));
-          point[std::string(prefix) + "p75_ms"] = finite_or_null(tunekit::quantile(*values, 0.75));
+        for (int k = 0; k < 2; ++k) {
+          const std::string prefix = k == 0 ? "" : "recorded_";
+          const char* names[3] = {"p25_ms", "median_ms", "p75_ms"};
+          for (int j = 0; j < 3; ++j) {
+            q[k][j] = tunekit::quantile(k == 0 ? v : rec, 0.25 * (j + 1));
+            point[prefix + names[j]] = finite_or_null(q[k][j]);
+          }
         }
-        std::printf("%12.1f %14.6g %14.6g %14.6g %14.6g\n", at, tunekit::quantile(v, 0.25), tunekit::quantile(v, 0.5),
-                    tunekit::quantile(v, 0.75), tunekit::quantile(rec, 0.5));
+        std::printf("%12.1f %14.6g %14.6g %14.6g %14.6g\n", at, q[0][0], q[0][1], q[0][2], q[1][1]);
         over_time.push_back(point);
       }
 

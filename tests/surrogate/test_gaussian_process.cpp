@@ -90,6 +90,35 @@ TEST_CASE("GaussianProcess: predicts a smooth function of three features on held
   CHECK(m[0] == doctest::Approx(f(train).mean()).epsilon(1e-6));
 }
 
+TEST_CASE("GaussianProcess: ARD gives the feature the targets depend on the shortest length scale") {
+  // y = sin(2 pi x0) on 40 points of five features; x1..x4 are irrelevant. One common length
+  // scale must stay long enough for the four irrelevant distances; ARD lengthens theirs and
+  // shortens x0's, so it predicts held-out points better, with a larger marginal likelihood.
+  tunekit::Rng rng(11);
+  const Eigen::MatrixXd train = surrogate_test::uniform_points(40, 5, rng), test = surrogate_test::uniform_points(200, 5, rng);
+  auto f = [](const Eigen::MatrixXd& x) { return Eigen::VectorXd((2 * std::numbers::pi * x.col(0)).array().sin()); };
+  GaussianProcess iso, ard({.ard_steps = 100});
+  iso.fit(train, f(train));
+  ard.fit(train, f(train));
+  const Eigen::VectorXd l = ard.length_scales();
+  MESSAGE("common length scale " << iso.length_scale() << ", ARD " << l.transpose() << "; log marginal likelihood "
+                                 << iso.log_marginal_likelihood() << " -> " << ard.log_marginal_likelihood());
+  CHECK(ard.length_scale() == iso.length_scale());  // the ascent starts from the common one
+  for (const double li : iso.length_scales()) CHECK(li == doctest::Approx(iso.length_scale()).epsilon(1e-12));
+  for (Eigen::Index j = 1; j < 5; ++j) CHECK(l[j] > 2 * l[0]);
+  CHECK(ard.log_marginal_likelihood() > iso.log_marginal_likelihood() + 1.0);
+  const double r2_iso = surrogate_test::r_squared(f(test), iso.predict(test));
+  const double r2_ard = surrogate_test::r_squared(f(test), ard.predict(test));
+  MESSAGE("held-out R^2: common " << r2_iso << ", ARD " << r2_ard);
+  CHECK(r2_ard > r2_iso + 0.05);
+  CHECK(r2_ard > 0.9);
+  // At a training point the kernel is 1 and the mean is the target, up to the noise.
+  Eigen::VectorXd m, sd;
+  ard.predict(train.topRows(1), m, sd);
+  CHECK(ard.kernel(train.row(0), train.row(0)) == 1.0);
+  CHECK(std::abs(m[0] - f(train)[0]) < 0.1);
+}
+
 TEST_CASE("GaussianProcess: bad input is refused") {
   GaussianProcess gp;
   Eigen::MatrixXd X(2, 1);
@@ -101,6 +130,7 @@ TEST_CASE("GaussianProcess: bad input is refused") {
   CHECK_THROWS_AS(GaussianProcess({.length_scales = {}}), std::invalid_argument);
   CHECK_THROWS_AS(GaussianProcess({.length_scales = {0.0}}), std::invalid_argument);
   CHECK_THROWS_AS(GaussianProcess({.noise = -1.0}), std::invalid_argument);
+  CHECK_THROWS_AS(GaussianProcess({.ard_steps = 10, .ard_prior_sd = 0.0}), std::invalid_argument);
   Eigen::VectorXd y2(2);
   y2 << 1.0, std::nan("");
   CHECK_THROWS_AS(gp.fit(X, y2), std::invalid_argument);

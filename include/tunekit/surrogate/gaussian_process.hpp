@@ -34,6 +34,14 @@ struct GaussianProcessParams {
   /// Noise variance added to the kernel's diagonal, relative to the targets' variance (the
   /// targets are standardised before the fit).
   double noise = 1e-2;
+  /// Automatic relevance determination (0: off, one length scale for every feature): after the
+  /// length scale above is chosen, up to `ard_steps` steps of gradient ascent on the log marginal
+  /// likelihood plus a log-normal prior give each feature a length scale of its own, so that the
+  /// features the targets do not depend on stop counting in the distance (Rasmussen & Williams,
+  /// section 5.1). The prior, centred on the common length scale with `ard_prior_sd` the standard
+  /// deviation of each log length scale, keeps a fit on a few points from running off.
+  std::size_t ard_steps = 0;
+  double ard_prior_sd = 1.0;
 
   void validate() const {
     if (length_scales.empty()) throw std::invalid_argument("GaussianProcessParams: no length scale to try");
@@ -42,15 +50,21 @@ struct GaussianProcessParams {
         throw std::invalid_argument("GaussianProcessParams: length scales must be positive and finite");
     if (!(noise > 0) || !std::isfinite(noise))
       throw std::invalid_argument("GaussianProcessParams: noise must be positive and finite");
+    if (!(ard_prior_sd > 0) || !std::isfinite(ard_prior_sd))
+      throw std::invalid_argument("GaussianProcessParams: ard_prior_sd must be positive and finite");
   }
 };
 
 /// Gaussian-process regression, zero mean on standardised targets:
-///     k(a, b) = exp(-||a - b||^2 / (2 l^2 p)),   K = k(X, X) + noise I,
+///     k(a, b) = exp(-sum_j (a_j - b_j)^2 / (2 l_j^2 p)),   K = k(X, X) + noise I,
 ///     mean(x) = k(x, X) K^-1 y,   var(x) = k(x, x) - k(x, X) K^-1 k(X, x)   (latent function),
-/// mapped back to the targets' units. `fit` tries every length scale of the parameters and keeps
-/// the one of largest log marginal likelihood -y'K^-1 y / 2 - log|K| / 2 - n log(2 pi) / 2.
-/// A fit costs O(n^3) per length scale (a Cholesky factorisation), a prediction O(n^2).
+/// mapped back to the targets' units, for p features. `fit` tries every length scale of the
+/// parameters as the common l_j = l and keeps the one of largest log marginal likelihood
+///     L = -y'K^-1 y / 2 - log|K| / 2 - n log(2 pi) / 2;
+/// with ARD (GaussianProcessParams::ard_steps) it then ascends L - sum_j (log l_j - log l)^2 /
+/// (2 ard_prior_sd^2) from there, by the gradient dL/dt_j = tr((a a' - K^-1) dK/dt_j) / 2 in
+/// t_j = -log(l_j^2 p) (a = K^-1 y) with a backtracking step. A fit costs O(n^3) per length scale
+/// or step (a Cholesky factorisation), a prediction O(n^2).
 class GaussianProcess {
  public:
   GaussianProcess() = default;
@@ -71,25 +85,27 @@ class GaussianProcess {
     const double var = (y.array() - y_mean_).square().sum() / n;
     y_scale_ = var > 0 ? std::sqrt(var) : 1.0;
     const Eigen::VectorXd z = (y.array() - y_mean_) / y_scale_;
-    const Eigen::MatrixXd d2 = squared_distances(X_, X_);
+    const Eigen::Index p = X_.cols();
     log_likelihood_ = -std::numeric_limits<double>::infinity();
+    Fit best;
+    const Eigen::MatrixXd d2 = squared_distances(X_, X_);
     for (double l : params_.length_scales) {
-      Eigen::MatrixXd K = (d2 * (-0.5 / (l * l * features()))).array().exp().matrix();
-      K.diagonal().array() += params_.noise;
-      Eigen::LLT<Eigen::MatrixXd> llt(K);
-      if (llt.info() != Eigen::Success) continue;
-      Eigen::VectorXd alpha = llt.solve(z);
-      const double lml = -0.5 * z.dot(alpha) - llt.matrixLLT().diagonal().array().log().sum() -
-                         0.5 * n * std::log(2.0 * std::numbers::pi);
-      if (lml > log_likelihood_) {
-        log_likelihood_ = lml;
+      Fit f;
+      f.theta = Eigen::VectorXd::Constant(p, -std::log(l * l * features()));
+      if (!factor((d2 * (-0.5 / (l * l * features()))).array().exp().matrix(), z, false, f)) continue;
+      if (f.lml > best.lml) {
+        best = std::move(f);
         length_scale_ = l;
-        llt_ = std::move(llt);
-        alpha_ = std::move(alpha);
       }
     }
-    if (!std::isfinite(log_likelihood_))
+    if (!std::isfinite(best.lml))
       throw std::runtime_error("GaussianProcess::fit: the kernel matrix is not positive definite");
+    ard_ = params_.ard_steps > 0 && p > 0;
+    if (ard_) best = ascend(std::move(best), z);
+    log_likelihood_ = best.lml;
+    inv_scale_ = (0.5 * best.theta.array()).exp().matrix();
+    llt_ = std::move(best.llt);
+    alpha_ = std::move(best.alpha);
   }
   /// The Surrogate form (the fit is deterministic: the generator is not used).
   void fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, Rng&) { fit(X, y); }
@@ -107,16 +123,89 @@ class GaussianProcess {
     return (cross_kernel(X).transpose() * alpha_).array() * y_scale_ + y_mean_;
   }
 
-  /// The kernel k(a, b) at the chosen length scale, in [0, 1].
+  /// The kernel k(a, b) at the fitted length scales, in [0, 1].
   double kernel(const Eigen::Ref<const Eigen::RowVectorXd>& a, const Eigen::Ref<const Eigen::RowVectorXd>& b) const {
-    return std::exp(-0.5 * (a - b).squaredNorm() / (length_scale_ * length_scale_ * features()));
+    if (!ard_) return std::exp(-0.5 * (a - b).squaredNorm() / (length_scale_ * length_scale_ * features()));
+    return std::exp(-0.5 * (a - b).cwiseProduct(inv_scale_.transpose()).squaredNorm());
   }
-  /// The length scale the fit chose, and its log marginal likelihood.
+  /// The common length scale the fit chose (from the parameters' list), and the log marginal
+  /// likelihood of the fitted model.
   double length_scale() const noexcept { return length_scale_; }
   double log_marginal_likelihood() const noexcept { return log_likelihood_; }
+  /// Each feature's length scale l_j (all the common one without ARD).
+  Eigen::VectorXd length_scales() const {
+    return (inv_scale_.array() * std::sqrt(features())).inverse().matrix();
+  }
   bool fitted() const noexcept { return X_.rows() > 0; }
 
  private:
+  // A fit at log kernel weights theta (t_j = -2 log l_j - log p: k = exp(-sum_j e^t_j d_j^2 / 2)).
+  struct Fit {
+    Eigen::VectorXd theta{};
+    Eigen::LLT<Eigen::MatrixXd> llt{};
+    Eigen::VectorXd alpha{};
+    double lml = -std::numeric_limits<double>::infinity();
+    Eigen::VectorXd grad{};  // of lml, when asked for
+  };
+
+  // The fit at log weights theta; false when the kernel matrix is not positive definite.
+  bool evaluate(const Eigen::VectorXd& theta, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
+    const Eigen::MatrixXd Xs = X_ * (0.5 * theta.array()).exp().matrix().asDiagonal();
+    f.theta = theta;
+    return factor((squared_distances(Xs, Xs) * -0.5).array().exp().matrix(), z, gradient, f);
+  }
+  // The fit with the noise-free kernel matrix Kf at f.theta.
+  bool factor(const Eigen::MatrixXd& Kf, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
+    Eigen::MatrixXd K = Kf;
+    K.diagonal().array() += params_.noise;
+    f.llt.compute(K);
+    if (f.llt.info() != Eigen::Success) return false;
+    f.alpha = f.llt.solve(z);
+    const auto n = static_cast<double>(z.size());
+    f.lml = -0.5 * z.dot(f.alpha) - f.llt.matrixLLT().diagonal().array().log().sum() -
+            0.5 * n * std::log(2.0 * std::numbers::pi);
+    if (gradient) {
+      // dK/dt_j = -w_j D_j o Kf / 2 (D_j: the squared differences of feature j), so with
+      // M = (a a' - K^-1) o Kf, r = M 1 and G = M X:
+      // dL/dt_j = -w_j (sum_a X_aj^2 r_a - sum_a X_aj G_aj) / 2.
+      const Eigen::MatrixXd M =
+          (f.alpha * f.alpha.transpose() - f.llt.solve(Eigen::MatrixXd::Identity(K.rows(), K.cols()))).cwiseProduct(Kf);
+      const Eigen::VectorXd r = M.rowwise().sum();
+      const Eigen::MatrixXd G = M * X_;
+      const Eigen::VectorXd s =
+          (X_.array().square().colwise() * r.array()).colwise().sum() - (X_.array() * G.array()).colwise().sum();
+      f.grad = -0.5 * f.theta.array().exp().matrix().cwiseProduct(s);
+    }
+    return true;
+  }
+
+  // ARD: gradient ascent on the log marginal likelihood plus the prior, from the common length
+  // scale's fit; each step moves no log weight by more than its step size, which doubles after a
+  // step that gains and is quartered after one that does not.
+  Fit ascend(Fit start, const Eigen::VectorXd& z) const {
+    const Eigen::VectorXd centre = start.theta;
+    const double prior_var = 4.0 * params_.ard_prior_sd * params_.ard_prior_sd;  // t_j = -2 log l_j + c
+    auto objective = [&](const Fit& f) { return f.lml - 0.5 * (f.theta - centre).squaredNorm() / prior_var; };
+    auto gradient = [&](const Fit& f) { return Eigen::VectorXd(f.grad - (f.theta - centre) / prior_var); };
+    Fit best = std::move(start);
+    evaluate(best.theta, z, true, best);
+    double best_obj = objective(best), step = 0.5;
+    for (std::size_t i = 0; i < params_.ard_steps && step > 1e-4; ++i) {
+      const Eigen::VectorXd g = gradient(best);
+      const double g_max = g.cwiseAbs().maxCoeff();
+      if (!(g_max > 1e-9)) break;
+      Fit f;
+      if (evaluate(best.theta + (step / g_max) * g, z, true, f) && objective(f) > best_obj) {
+        best_obj = objective(f);
+        best = std::move(f);
+        step = std::min(2.0 * step, 2.0);
+      } else {
+        step *= 0.25;
+      }
+    }
+    return best;
+  }
+
   double features() const { return static_cast<double>(std::max<Eigen::Index>(1, X_.cols())); }
   static Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
     const Eigen::VectorXd a2 = A.rowwise().squaredNorm(), b2 = B.rowwise().squaredNorm();
@@ -125,7 +214,12 @@ class GaussianProcess {
     return d2.cwiseMax(0.0);
   }
   Eigen::MatrixXd cross_kernel(const Eigen::MatrixXd& X) const {
-    return (squared_distances(X_, X) * (-0.5 / (length_scale_ * length_scale_ * features()))).array().exp().matrix();
+    if (!ard_)
+      return (squared_distances(X_, X) * (-0.5 / (length_scale_ * length_scale_ * features()))).array().exp().matrix();
+    return (squared_distances(X_ * inv_scale_.asDiagonal(), X * inv_scale_.asDiagonal()) * -0.5)
+        .array()
+        .exp()
+        .matrix();
   }
   void check_fitted(const Eigen::MatrixXd& X) const {
     if (!fitted()) throw std::logic_error("GaussianProcess::predict: not fitted");
@@ -138,7 +232,10 @@ class GaussianProcess {
   Eigen::MatrixXd X_{};
   Eigen::LLT<Eigen::MatrixXd> llt_{};
   Eigen::VectorXd alpha_{};
+  // 1 / (l_j sqrt p) per feature: the kernel is exp(-||(a - b) o inv_scale||^2 / 2).
+  Eigen::VectorXd inv_scale_{};
   double y_mean_ = 0.0, y_scale_ = 1.0, length_scale_ = 1.0;
+  bool ard_ = false;
   double log_likelihood_ = -std::numeric_limits<double>::infinity();
 };
 

@@ -41,14 +41,17 @@ inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
 }();
 /// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's with a longer model start
 /// (TreeParzenParams::gp_trials 60 in place of 40: the forest and the Gaussian process pick in
-/// turns while a phase has fewer than 60 trials) and with restarts (TreeParzenParams::restart_after
+/// turns while a phase has fewer than 60 trials), with restarts (TreeParzenParams::restart_after
 /// 100: a phase ends once its best has not improved for 100 trials, or for as many as it took to
-/// reach it when that is more; TreeParzen's step 7). Both measured over 400 seeds on the recorded
-/// spaces and over 100 on 32 synthetic ones (docs/performance.md, "The bar over 400 seeds").
+/// reach it when that is more; TreeParzen's step 7), both measured over 400 seeds on the recorded
+/// spaces and over 100 on 32 synthetic ones (docs/performance.md, "The bar over 400 seeds"), and
+/// with a length scale per feature for the Gaussian process (TreeParzenParams::gp_ard_steps 50,
+/// docs/performance.md, "A length scale per knob").
 inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
   TreeParzenParams p = tpe_gp_rf_params;
   p.gp_trials = 60;
   p.restart_after = 100;
+  p.gp_ard_steps = 50;
   return p;
 }();
 
@@ -85,7 +88,8 @@ static_assert(Optimizer<TreeParzenGpRfRestarts>);
 /// away from every config visited, a new model start, densities of the new phase's trials), so
 /// that one run gets several independent chances to leave the basin it locked into, such as a
 /// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"); its model start
-/// is 60 trials long, in each phase. Identical to tpe-gp-rf for its first 40 trials. The default
+/// is 60 trials long, in each phase, and its Gaussian process weighs each knob by a length scale
+/// of its own. Identical to tpe-gp-rf for its first 10 trials (the start). The default
 /// of tunekit-replay, the tuning programs and the Python bindings (default_preset).
 using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;
 

@@ -74,6 +74,10 @@ struct TreeParzenParams {
   /// (docs/performance.md, "the Gaussian-process start"). The preset `tpe-gp` sets 40.
   std::size_t gp_trials = 0;
   std::size_t gp_pool = 256;
+  /// The Gaussian process's automatic relevance determination (GaussianProcessParams::ard_steps:
+  /// 0, one length scale for every feature, or the steps of the ascent that gives each feature
+  /// its own).
+  std::size_t gp_ard_steps = 0;
   /// The model start in turns (with gp_trials > 0): the rounds with an even number of measured
   /// configs pick by a RandomForest instead of the Gaussian process (the same candidates, the
   /// same EI(x) P(ok | x) on the log times): `forest_trees` bagged regression trees, every
@@ -414,7 +418,7 @@ class TreeParzen {
       // The jackknife variance is 0 where the trees agree: a floor keeps EI ordered by the mean.
       sd = sd.cwiseMax(1e-9);
     } else {
-      GaussianProcess gp;
+      GaussianProcess gp({.ard_steps = params_.gp_ard_steps});
       gp.fit(model_features(space, successes), y);
       gp.predict(model_features(space, cands), mean, sd);
     }

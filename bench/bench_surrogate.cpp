@@ -1,5 +1,6 @@
-// Fit and predict times of the surrogate models (GradientBoostedTrees, RandomForest) on a fixed
-// synthetic regression problem: n training rows in [0, 1)^d drawn from tunekit::Rng(1), target
+// Fit and predict times of the surrogate models (GradientBoostedTrees, RandomForest,
+// GaussianProcess) on a fixed synthetic regression problem: n training rows in [0, 1)^d drawn
+// from tunekit::Rng(1), target
 // Friedman's #1 function (Friedman 1991; sklearn's make_friedman1)
 //
 //     y = 10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4 + e,   e uniform with variance 1,
@@ -18,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <tunekit/surrogate/gaussian_process.hpp>
 #include <tunekit/surrogate/gradient_boosted_trees.hpp>
 #include <tunekit/surrogate/random_forest.hpp>
 
@@ -136,6 +138,22 @@ void BM_forest_predict_std(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * p.q.rows());
 }
 
+// The Gaussian process of TreeParzen's model start: fit on the n rows (n <= 60 there: the start's
+// trials) and the mean and standard deviation of the 1000 query rows, with one length scale
+// (ard_steps 0) or one per feature (ard_steps 50, the default preset's), one thread.
+void BM_gp_fit_predict(benchmark::State& state) {
+  omp_set_num_threads(1);
+  const Problem& p = problem(state.range(0), state.range(1));
+  Eigen::VectorXd mean, sd;
+  for (auto _ : state) {
+    tunekit::GaussianProcess m({.ard_steps = static_cast<std::size_t>(state.range(2))});
+    m.fit(p.x, p.y);
+    m.predict(p.q, mean, sd);
+    benchmark::DoNotOptimize(sd.data());
+  }
+  state.SetItemsProcessed(state.iterations() * p.q.rows());
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "d", "threads"})
       ->ArgsProduct({{100, 500, 2000, 10000}, {10, 30}, {1, 2}})
@@ -148,5 +166,10 @@ BENCHMARK(BM_boosting_predict)->Apply(sizes);
 BENCHMARK(BM_forest_fit)->Apply(sizes);
 BENCHMARK(BM_forest_predict)->Apply(sizes);
 BENCHMARK(BM_forest_predict_std)->Apply(sizes);
+BENCHMARK(BM_gp_fit_predict)
+    ->ArgNames({"n", "d", "ard_steps"})
+    ->ArgsProduct({{20, 60}, {10, 30}, {0, 50}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

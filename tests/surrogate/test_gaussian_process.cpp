@@ -112,10 +112,17 @@ TEST_CASE("GaussianProcess: ARD gives the feature the targets depend on the shor
   MESSAGE("held-out R^2: common " << r2_iso << ", ARD " << r2_ard);
   CHECK(r2_ard > r2_iso + 0.05);
   CHECK(r2_ard > 0.9);
-  // At a training point the kernel is 1 and the mean is the target, up to the noise.
+  // kernel() uses the fitted length scales: a move of 0.4 in an irrelevant feature keeps two
+  // points alike, the same move in x0 does not (with one length scale the two are equal).
+  Eigen::RowVectorXd a = Eigen::RowVectorXd::Constant(5, 0.5), b = a, c = a;
+  b[1] += 0.4;
+  c[0] += 0.4;
+  CHECK(ard.kernel(a, b) > 0.9);
+  CHECK(ard.kernel(a, c) < 0.5);
+  CHECK(iso.kernel(a, b) == doctest::Approx(iso.kernel(a, c)));
+  // At a training point the mean is the target, up to the noise.
   Eigen::VectorXd m, sd;
   ard.predict(train.topRows(1), m, sd);
-  CHECK(ard.kernel(train.row(0), train.row(0)) == 1.0);
   CHECK(std::abs(m[0] - f(train)[0]) < 0.1);
 }
 

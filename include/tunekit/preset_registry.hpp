@@ -30,7 +30,7 @@ inline constexpr std::array<PresetInfo, 13> preset_infos{{
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
     {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
-    {"tpe-gp-rf-restarts", "tpe-gp-rf with a 60-trial model start, starting over after 100 trials without improvement"},
+    {"tpe-gp-rf-restarts", "tpe-gp-rf with a 60-trial model start, a GP length scale per knob, starting over after 100 trials without improvement"},
     {"random", "random search without replacement"},
     {"grid", "every valid config in lexicographic order"},
     {"autotvm", "AutoTVM's XGBTuner: boosted trees, simulated annealing"},
@@ -44,8 +44,8 @@ inline constexpr std::array<PresetInfo, 13> preset_infos{{
 
 /// The preset of tunekit-replay, the tuning programs and the Python bindings when none is named:
 /// tpe-gp-rf-restarts, the best of tunekit's searches by the mean found score over seeds on the 41
-/// recorded and synthetic spaces measured (docs/performance.md, "The default search" and
-/// "Restarts").
+/// recorded and synthetic spaces measured (docs/performance.md, "The default search",
+/// "Restarts" and "A length scale per knob").
 inline constexpr std::string_view default_preset = "tpe-gp-rf-restarts";
 
 /// The preset names, comma-separated: "random, grid, autotvm, ...".

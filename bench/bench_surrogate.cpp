@@ -1,12 +1,12 @@
 // Fit and predict times of the surrogate models (GradientBoostedTrees, RandomForest,
 // GaussianProcess) on a fixed synthetic regression problem: n training rows in [0, 1)^d drawn
-// from tunekit::Rng(1), target
-// Friedman's #1 function (Friedman 1991; sklearn's make_friedman1)
+// from tunekit::Rng(1), target Friedman's #1 function (Friedman 1991; sklearn's make_friedman1)
 //
 //     y = 10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4 + e,   e uniform with variance 1,
 //
-// the other d - 5 features irrelevant. Arguments: n in {100, 500, 2000, 10000}, d in {10, 30},
-// threads in {1, 2} (omp_set_num_threads before each run).
+// the other d - 5 features irrelevant. Arguments of the trees' benchmarks: n in {100, 500, 2000,
+// 10000}, d in {10, 30}, threads in {1, 2} (omp_set_num_threads before each run); the Gaussian
+// process's are its own (BM_gp_fit_predict).
 //
 // Boosting runs exactly 100 rounds (early_stopping_rounds = 0), so that fit time does not depend
 // on when early stopping ends it; the other parameters are the defaults (AutoTVM's: max_depth 3,

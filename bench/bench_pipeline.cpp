@@ -46,9 +46,13 @@ void round_overhead(benchmark::State& state) {
 // tunekit's own search: its Parzen densities are refitted on the history every round (asked for
 // 64, it proposes 1 + n / 100 configs).
 BENCHMARK(round_overhead<tunekit::TpeLocalTuner>)->Name("tpe-local")->Arg(100)->Arg(500)->Arg(1000)->Arg(2000)->Unit(benchmark::kMillisecond);
-// The default, tpe-gp-rf: below 40 measured configs a round is one pick by the random forest (an
-// even n, here 20) or the Gaussian process (an odd n, 39); from 40 on it is tpe-local's round.
+// tpe-gp-rf: below 40 measured configs a round is one pick by the random forest (an even n, here
+// 20) or the Gaussian process (an odd n, 39); from 40 on it is tpe-local's round.
 BENCHMARK(round_overhead<tunekit::TpeGpRfTuner>)->Name("tpe-gp-rf")->Arg(20)->Arg(39)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
+// The default, tpe-gp-rf-restarts: its model start runs to 60 configs, the Gaussian process with a
+// length scale per knob (n = 59, its costliest round); from 60 on its phase's rounds are TPE's, and
+// a phase that starts over (after 100 trials without improvement) begins with a model start again.
+BENCHMARK(round_overhead<tunekit::TpeGpRfRestartsTuner>)->Name("tpe-gp-rf-restarts")->Arg(20)->Arg(59)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::RandomSearchTuner>)->Name("random")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::AutoTvmTuner>)->Name("autotvm")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(round_overhead<tunekit::RfEiSaTuner>)->Name("rfei-sa")->Arg(100)->Arg(500)->Arg(2000)->Unit(benchmark::kMillisecond);

@@ -150,9 +150,8 @@ class GaussianProcess {
 
   // The fit at log weights theta; false when the kernel matrix is not positive definite.
   bool evaluate(const Eigen::VectorXd& theta, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
-    const Eigen::MatrixXd Xs = X_ * (0.5 * theta.array()).exp().matrix().asDiagonal();
     f.theta = theta;
-    return factor((squared_distances(Xs, Xs) * -0.5).array().exp().matrix(), z, gradient, f);
+    return factor(scaled_kernel(X_, X_, (0.5 * theta.array()).exp().matrix()), z, gradient, f);
   }
   // The fit with the noise-free kernel matrix Kf at f.theta.
   bool factor(const Eigen::MatrixXd& Kf, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
@@ -216,10 +215,12 @@ class GaussianProcess {
   Eigen::MatrixXd cross_kernel(const Eigen::MatrixXd& X) const {
     if (!ard_)
       return (squared_distances(X_, X) * (-0.5 / (length_scale_ * length_scale_ * features()))).array().exp().matrix();
-    return (squared_distances(X_ * inv_scale_.asDiagonal(), X * inv_scale_.asDiagonal()) * -0.5)
-        .array()
-        .exp()
-        .matrix();
+    return scaled_kernel(X_, X, inv_scale_);
+  }
+  // exp(-||(a - b) o scale||^2 / 2) for the rows a of A and b of B.
+  static Eigen::MatrixXd scaled_kernel(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B,
+                                       const Eigen::VectorXd& scale) {
+    return (squared_distances(A * scale.asDiagonal(), B * scale.asDiagonal()) * -0.5).array().exp().matrix();
   }
   void check_fitted(const Eigen::MatrixXd& X) const {
     if (!fitted()) throw std::logic_error("GaussianProcess::predict: not fitted");

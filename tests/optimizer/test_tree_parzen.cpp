@@ -1,7 +1,8 @@
 // TreeParzen, tunekit's own search: its maximin start, its density model, its failure model, its
-// local moves and their Thompson-sampled share, its repair moves across constraints, its growing
-// batches, its Gaussian-process start and that start's forest turns, its restarts; each against random
-// search or a brute force on synthetic spaces (the recorded spaces: tests/tuner/test_tpe_local.cpp).
+// local moves and their Thompson-sampled share, its crossovers, its repair moves across
+// constraints, its growing batches, its Gaussian-process start and that start's forest turns, its
+// restarts; each against random search or a brute force on synthetic spaces (the recorded spaces:
+// tests/tuner/test_tpe_local.cpp).
 #include <tunekit/optimizer/random_search.hpp>
 #include <tunekit/optimizer/tree_parzen.hpp>
 
@@ -324,6 +325,74 @@ TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours ar
     CHECK(mean(with) <= 0.85 * mean(without));
     CHECK(median(with) <= median(without));
     CHECK(mean(with) <= 0.3 * mean(random));
+  }
+}
+
+TEST_CASE("TreeParzen: crossovers recombine the good configs, a third source of the Thompson mix") {
+  SUBCASE("the mechanism: every knob of a crossover pick is the value of one of the best configs") {
+    const SearchSpace s = square_bowl_space();
+    History h;
+    std::unordered_set<std::uint64_t> visited;
+    Rng draw(5);
+    while (h.size() < 30) {  // 30 random configs: the good group is the 3 fastest
+      Config c(4);
+      for (auto& v : c) v = static_cast<std::uint32_t>(uniform_index(draw, 16));
+      const auto idx = s.to_index(c);
+      if (!visited.insert(idx).second) continue;
+      h.add(Trial{c, idx, Measurement::from_samples({square_bowl(c)}, 0.0), 0.0});
+    }
+    std::vector<Config> best;
+    for (const Trial& t : h) best.push_back(t.config);
+    std::sort(best.begin(), best.end(), [](const Config& a, const Config& b) { return square_bowl(a) < square_bowl(b); });
+    best.resize(3);
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    std::size_t picks = 0;
+    for (std::uint64_t seed = 0; seed < 40; ++seed) {
+      TreeParzen with({.crossovers = 64}), without;
+      Rng rng(seed), rng2(seed);
+      const auto pick = with.propose(ctx, 1, rng);
+      REQUIRE(pick.size() == 1);
+      CHECK(with.last_round().crossovers > 0);
+      without.propose(ctx, 1, rng2);
+      CHECK(without.last_round().crossovers == 0);
+      if (with.last_round().crossover_picks == 0) continue;
+      ++picks;
+      CHECK_FALSE(visited.contains(s.to_index(pick[0])));
+      for (std::size_t k = 0; k < 4; ++k)
+        CHECK(std::any_of(best.begin(), best.end(), [&](const Config& b) { return b[k] == pick[0][k]; }));
+    }
+    MESSAGE("crossover picks: " << picks << " of 40");
+    CHECK(picks > 0);  // no source has hits or misses yet: each is drawn from Beta(1, 1)
+  }
+  SUBCASE("the search: deceptive traps, solved in different good configs, are combined") {
+    // Six blocks of three boolean knobs, each a deceptive trap (Goldberg): 0 when all three are
+    // 1, else 0.5 + 0.2 per knob at 1, so one-knob moves lead every block away from its optimum.
+    // A random config solves a block with probability 1/8; a child of two configs that solved
+    // different blocks can have both.
+    SearchSpace s;
+    for (int k = 0; k < 18; ++k) s.add(Knob::range("k" + std::to_string(k), 0, 1));
+    auto traps = [](const Config& x) {
+      double t = 1.0;
+      for (std::size_t b = 0; b < 18; b += 3) {
+        const int ones = int(x[b] + x[b + 1] + x[b + 2]);
+        t += ones == 3 ? 0.0 : 0.5 + 0.2 * ones;
+      }
+      return t;
+    };
+    auto solved = [](double t) { return 6.0 - std::floor((t - 1.0) / 0.5 + 1e-9); };  // blocks at 0
+    std::vector<double> with, without, random;
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+      TreeParzen a({.crossovers = 64}), b;
+      RandomSearch r;
+      with.push_back(solved(best_of(run(a, s, traps, 150, seed), 150)));
+      without.push_back(solved(best_of(run(b, s, traps, 150, seed), 150)));
+      random.push_back(solved(best_of(run(r, s, traps, 150, seed), 150)));
+    }
+    const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+    MESSAGE("blocks solved after 150: crossovers " << mean(with) << ", without " << mean(without) << ", random "
+                                                   << mean(random));
+    CHECK(mean(with) >= mean(without) + 0.5);
+    CHECK(mean(with) >= mean(random) + 1.0);
   }
 }
 

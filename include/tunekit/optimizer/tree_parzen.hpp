@@ -59,6 +59,13 @@ struct TreeParzenParams {
   /// below elsewhere (docs/performance.md, "Recorded CPU spaces"). Scans the valid configs, in
   /// spaces whose product SearchSpace enumerates (at most 2^22).
   bool repair_moves = false;
+  /// Candidates made each round by crossover (0: none, TreeParzen's default): each a child of two
+  /// distinct configs of the good group (of the two best while the group has one), every knob's
+  /// value from one parent or the other at random, kept when valid and unvisited. They are a third
+  /// source of the mix (step 4), so the run's hits decide how often a pick recombines the good
+  /// configs (what Kernel Tuner's genetic algorithm and adaptive_tabu_greywolf do knob by knob).
+  /// Not in the Gaussian-process start's rounds. The default preset sets 64.
+  std::size_t crossovers = 0;
   /// Trials per extra config in a batch: a round measures 1 + floor(trials / batch_growth)
   /// configs (at most what was asked), so batches grow as the model firms up.
   std::size_t batch_growth = 100;
@@ -117,13 +124,15 @@ struct TreeParzenRound {
   bool forest = false;
   /// Sizes of the good and the other group, and failures modelled.
   std::size_t good = 0, bad = 0, failed = 0;
-  /// Candidates scored: drawn from l(x), and neighbours of the incumbents.
-  std::size_t drawn = 0, neighbours = 0;
-  /// Configs proposed that were neighbours of an incumbent.
-  std::size_t local_picks = 0;
-  /// The sources' hits and misses so far (global, local), as the Thompson sampling saw them.
-  double hits[2] = {0.0, 0.0};
-  double misses[2] = {0.0, 0.0};
+  /// Candidates scored: drawn from l(x), neighbours of the incumbents, and crossovers of the good
+  /// configs (TreeParzenParams::crossovers).
+  std::size_t drawn = 0, neighbours = 0, crossovers = 0;
+  /// Configs proposed that were neighbours of an incumbent, and that were crossovers.
+  std::size_t local_picks = 0, crossover_picks = 0;
+  /// The sources' hits and misses so far (global, local, crossover), as the Thompson sampling saw
+  /// them.
+  double hits[3] = {0.0, 0.0, 0.0};
+  double misses[3] = {0.0, 0.0, 0.0};
 };
 
 /// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
@@ -145,12 +154,14 @@ struct TreeParzenRound {
 ///    value of one knob), all valid and unvisited. Once an incumbent's Hamming neighbours are all
 ///    visited, the nearest valid configs across its invalid one-knob moves (`repair_moves`, off by
 ///    default) or else `samples` random moves of two of its knobs stand in for them
-///    (`two_knob_moves`).
-/// 4. The mix: each pick comes from one source, global or local, chosen by Thompson sampling:
-///    a draw from Beta(1 + hits, 1 + misses) per source, where a hit is a config of that source
-///    that was measured and is in the good group at the next round; the source with the larger
-///    draw gives its best-scored candidate (the other source when it has none left). What the run
-///    has seen decides how much it searches near the incumbent.
+///    (`two_knob_moves`). With `crossovers` > 0, that many uniform crossovers of two good configs
+///    are a third kind (recombinations).
+/// 4. The mix: each pick comes from one source, global, local or (with `crossovers`) crossover,
+///    chosen by Thompson sampling: a draw from Beta(1 + hits, 1 + misses) per source that has a
+///    candidate left, where a hit is a config of that source that was measured and is in the good
+///    group at the next round; the source with the largest draw gives its best-scored candidate.
+///    What the run has seen decides how much it searches near the incumbent, and how much it
+///    recombines.
 /// 5. Batch: 1 + floor(trials / batch_growth) configs (at most n); after each pick the pick joins
 ///    g(x) as a pessimistic lie (constant liar), so a batch spreads out. Configs handed out and
 ///    not yet measured are lies in g(x) too.
@@ -242,20 +253,21 @@ class TreeParzen {
     const ParzenEstimator l(ctx.space, good, {}, params_.parzen);
     const ParzenEstimator g(ctx.space, bad, {}, params_.parzen);
 
-    // Candidates: neighbours of the incumbents, then draws from l(x).
+    // Candidates: neighbours of the incumbents, draws from l(x), then crossovers of the good
+    // configs (after the model start) or the model start's random configs.
     std::vector<Config> cands;
-    std::vector<bool> local;
+    std::vector<int> source;  // kGlobal, kLocal or kCrossover
     std::unordered_set<std::uint64_t> seen;
-    auto consider = [&](Config c, bool is_local) {
+    auto consider = [&](Config c, int from) {
       const auto idx = ctx.space.to_index(c);
       if (ctx.visited.contains(idx) || !seen.insert(idx).second) return false;
       cands.push_back(std::move(c));
-      local.push_back(is_local);
+      source.push_back(from);
       return true;
     };
     for (std::size_t i = 0; i < std::min(params_.incumbents, ok.size()); ++i) {
       std::size_t found = 0;
-      for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) found += consider(std::move(c), true);
+      for (Config& c : ctx.space.hamming_neighbours(ok[i]->config)) found += consider(std::move(c), kLocal);
       if (found == 0 && params_.repair_moves) found = repair_moves(ctx, ok[i]->config, rng, consider);
       if (found == 0 && params_.two_knob_moves) found = two_knob_moves(ctx, ok[i]->config, rng, consider);
       last_.neighbours += found;
@@ -264,14 +276,16 @@ class TreeParzen {
     for (std::size_t attempt = 0; last_.drawn < params_.samples && attempt < max_attempts; ++attempt) {
       Config c = l.sample(rng);
       ctx.space.settle(c);
-      if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), false);
+      if (ctx.space.is_valid(c)) last_.drawn += consider(std::move(c), kGlobal);
     }
     const bool gp_round = phase_trials < params_.gp_trials;
     if (gp_round) {  // the Gaussian process's random candidates (global ones)
       std::vector<Config> extra;
       std::unordered_set<std::uint64_t> drawn = seen;
       draw_unvisited(ctx, params_.gp_pool, rng, drawn, extra);
-      for (Config& c : extra) consider(std::move(c), false);
+      for (Config& c : extra) consider(std::move(c), kGlobal);
+    } else {
+      last_.crossovers = crossovers(ctx, ok, std::max<std::size_t>(n_good, 2), rng, consider);
     }
 
     // Scores: log P(ok), then (the Gaussian-process start's rounds aside) log l - log g.
@@ -304,29 +318,35 @@ class TreeParzen {
     double g_weight = g.total_weight();
     std::vector<bool> used(m, false);
     while (out.size() < batch) {
-      // The source (drawn or local) by Thompson sampling over its Beta(1 + hits, 1 + misses),
-      // then its best-scored candidate; the other source when it has none left.
-      std::size_t best_in[2] = {m, m};
-      double best_score[2] = {0.0, 0.0};
+      // The source by Thompson sampling over each Beta(1 + hits, 1 + misses) of the sources with
+      // a candidate left, then its best-scored candidate.
+      std::size_t best_in[kSources] = {m, m, m};
+      double best_score[kSources] = {0.0, 0.0, 0.0};
       for (std::size_t i = 0; i < m; ++i) {
         if (used[i]) continue;
         const double score = log_l[i] - std::log(g_sum[i] / g_weight) + log_ok[i];
-        const int src = local[i] ? 1 : 0;
+        const int src = source[i];
         if (best_in[src] == m || score > best_score[src]) {
           best_in[src] = i;
           best_score[src] = score;
         }
       }
-      if (best_in[0] == m && best_in[1] == m) break;
-      int src = best_in[0] == m ? 1 : 0;
-      if (best_in[0] != m && best_in[1] != m) {
-        const double t0 = boost::random::beta_distribution<double>(1.0 + hits_[0], 1.0 + misses_[0])(rng);
-        const double t1 = boost::random::beta_distribution<double>(1.0 + hits_[1], 1.0 + misses_[1])(rng);
-        src = t1 > t0 ? 1 : 0;
+      int src = -1, left = 0;
+      for (int q = 0; q < kSources; ++q)
+        if (best_in[q] != m) src = q, ++left;
+      if (left == 0) break;
+      if (left > 1) {
+        double top = -1.0;
+        for (int q = 0; q < kSources; ++q) {
+          if (best_in[q] == m) continue;
+          const double t = boost::random::beta_distribution<double>(1.0 + hits_[q], 1.0 + misses_[q])(rng);
+          if (t > top) top = t, src = q;
+        }
       }
       const std::size_t best = best_in[src];
       used[best] = true;
-      last_.local_picks += local[best];
+      last_.local_picks += source[best] == kLocal;
+      last_.crossover_picks += source[best] == kCrossover;
       source_[ctx.space.to_index(cands[best])] = src;
       taken.insert(ctx.space.to_index(cands[best]));
       for (std::size_t i = 0; i < m; ++i)
@@ -340,6 +360,9 @@ class TreeParzen {
   }
 
  private:
+  // The sources of the candidates (step 4 of the class's description).
+  static constexpr int kGlobal = 0, kLocal = 1, kCrossover = 2, kSources = 3;
+
   // The first trial (position in the history) of the current phase (step 7 of the class's
   // description), derived from the history alone, so that a resumed run restarts where the
   // original did.
@@ -485,7 +508,7 @@ class TreeParzen {
         x[k] = v >= c[k] ? v + 1 : v;  // any value but c's
       }
       ctx.space.settle(x);
-      if (x != c && ctx.space.is_valid(x)) taken += consider(std::move(x), true);
+      if (x != c && ctx.space.is_valid(x)) taken += consider(std::move(x), kLocal);
     }
     return taken;
   }
@@ -533,17 +556,39 @@ class TreeParzen {
     });
     std::size_t taken = 0;
     for (std::size_t slot = 0; slot < offset[d]; ++slot)
-      if (blocked[slot] && ties[slot] > 0) taken += consider(s.from_index(pick[slot]), true);
+      if (blocked[slot] && ties[slot] > 0) taken += consider(s.from_index(pick[slot]), kLocal);
+    return taken;
+  }
+
+  // Up to `crossovers` children of two distinct configs among the `parents` best of `ok` (sorted,
+  // fastest first), each knob's value from either parent, offered to `consider`; returns how many
+  // it took.
+  template <class Consider>
+  std::size_t crossovers(const SearchContext& ctx, const std::vector<const Trial*>& ok, std::size_t parents,
+                         Rng& rng, Consider& consider) const {
+    parents = std::min(parents, ok.size());
+    if (params_.crossovers == 0 || parents < 2) return 0;
+    std::size_t taken = 0;
+    for (std::size_t attempt = 0; taken < params_.crossovers && attempt < 32 * params_.crossovers; ++attempt) {
+      const std::size_t a = uniform_index(rng, parents);
+      std::size_t b = uniform_index(rng, parents - 1);
+      if (b >= a) ++b;
+      Config x = ok[a]->config;
+      for (std::size_t k = 0; k < x.size(); ++k)
+        if (uniform_index(rng, 2) == 1) x[k] = ok[b]->config[k];
+      ctx.space.settle(x);
+      if (ctx.space.is_valid(x)) taken += consider(std::move(x), kCrossover);
+    }
     return taken;
   }
 
   TreeParzenParams params_{};
   TreeParzenRound last_{};
-  // The source (0 drawn, 1 local) of each proposed config not measured yet, and each source's
-  // hits and misses so far.
+  // The source (kGlobal, kLocal, kCrossover) of each proposed config not measured yet, and each
+  // source's hits and misses so far.
   std::unordered_map<std::uint64_t, int> source_{};
-  double hits_[2] = {0.0, 0.0};
-  double misses_[2] = {0.0, 0.0};
+  double hits_[kSources] = {0.0, 0.0, 0.0};
+  double misses_[kSources] = {0.0, 0.0, 0.0};
 };
 
 static_assert(Optimizer<TreeParzen>);

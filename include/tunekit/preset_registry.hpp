@@ -30,7 +30,7 @@ inline constexpr std::array<PresetInfo, 13> preset_infos{{
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
     {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
-    {"tpe-gp-rf-restarts", "tpe-gp-rf with a 60-trial model start, a GP length scale per knob, starting over after 100 trials without improvement"},
+    {"tpe-gp-rf-restarts", "tpe-gp-rf with a 60-trial model start, a GP length scale per knob, crossovers of the good configs, starting over after 100 trials without improvement"},
     {"random", "random search without replacement"},
     {"grid", "every valid config in lexicographic order"},
     {"autotvm", "AutoTVM's XGBTuner: boosted trees, simulated annealing"},

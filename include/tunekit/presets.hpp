@@ -46,12 +46,15 @@ inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
 /// reach it when that is more; TreeParzen's step 7), both measured over 400 seeds on the recorded
 /// spaces and over 100 on 32 synthetic ones (docs/performance.md, "The bar over 400 seeds"), and
 /// with a length scale per feature for the Gaussian process (TreeParzenParams::gp_ard_steps 50,
-/// docs/performance.md, "A length scale per knob").
+/// docs/performance.md, "A length scale per knob"), and after the model start 64 crossovers of
+/// the good configs among the candidates, a third source of the mix (TreeParzenParams::crossovers,
+/// docs/performance.md, "Crossovers of the good configs").
 inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
   TreeParzenParams p = tpe_gp_rf_params;
   p.gp_trials = 60;
   p.restart_after = 100;
   p.gp_ard_steps = 50;
+  p.crossovers = 64;
   return p;
 }();
 
@@ -88,8 +91,9 @@ static_assert(Optimizer<TreeParzenGpRfRestarts>);
 /// away from every config visited, a new model start, densities of the new phase's trials), so
 /// that one run gets several independent chances to leave the basin it locked into, such as a
 /// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"); its model start
-/// is 60 trials long, in each phase, and its Gaussian process weighs each knob by a length scale
-/// of its own. Identical to tpe-gp-rf for its first 10 trials (the start). The default
+/// is 60 trials long, in each phase, its Gaussian process weighs each knob by a length scale
+/// of its own, and after the model start its candidates include crossovers of the good configs.
+/// Identical to tpe-gp-rf for its first 10 trials (the start). The default
 /// of tunekit-replay, the tuning programs and the Python bindings (default_preset).
 using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;
 

@@ -101,7 +101,7 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 // Measured (15 seeds, plan_size 32; median score at 50 / 100) on gemm_RTX_3090: tpe-gp-rf
 // 0.982 / 1.000, tpe-gp-rf-restarts (the default) 0.905 / 1.000, autotvm 0.831 / 0.971, adatune
 // 0.843 / 0.921, chameleon 0.900 / 0.987; on convolution_A4000 tpe-gp-rf 0.965 / 0.989, the
-// default 0.965 / 0.987. The default's median at 50 on gemm_RTX_3090 was 0.953 before its
+// default 0.965 / 0.989 (0.987 before its crossovers). The default's median at 50 on gemm_RTX_3090 was 0.953 before its
 // Gaussian process had a length scale per knob; over 100 seeds its mean found score there rose
 // (0.914 to 0.932, docs/performance.md, "A length scale per knob"), and a 15-seed median of a
 // space whose runs split in two falls on either side, so at 50 it is only asserted level or
@@ -159,13 +159,13 @@ TEST_CASE("tpe-gp finds fast configs sooner than tpe-local on the GEMM spaces") 
 }
 
 // tpe-gp-rf-restarts (the default) is tpe-gp-rf with a model start of 60 trials in place of 40,
-// restarts after 100 trials without improvement and a length scale per feature for the Gaussian
-// process, so its first 10 trials (the start) are tpe-gp-rf's; on
-// convolution_A100, where runs lock into a basin six knobs from the optimum (docs/performance.md),
-// the restarts find better configs by 400 (and the longer start by 100-200 over 400 seeds:
-// 0.911 against 0.879 at 200, docs/performance.md; over these 40 seeds it is 0.017 ahead at 200,
-// and asserted level).
-// Measured (seeds 0-39; mean found score at 200 / 400): tpe-gp-rf-restarts 0.923 / 0.989,
+// restarts after 100 trials without improvement, a length scale per feature for the Gaussian
+// process and crossovers of the good configs after the model start, so its first 10 trials (the
+// start) are tpe-gp-rf's; on convolution_A100, where runs lock into a basin six knobs from the
+// optimum (docs/performance.md), the restarts find better configs by 400 (and the longer start
+// and the crossovers by 100-200 over 400 seeds: 0.923 against 0.879 at 200, docs/performance.md;
+// over these 40 seeds it is 0.043 ahead at 200, and asserted level).
+// Measured (seeds 0-39; mean found score at 200 / 400): tpe-gp-rf-restarts 0.949 / 0.982,
 // tpe-gp-rf 0.906 / 0.936.
 TEST_CASE("tpe-gp-rf-restarts: tpe-gp-rf's start, level at 200 and ahead at 400 on convolution_A100") {
   const tunekit::test::OmpThreads one(1);

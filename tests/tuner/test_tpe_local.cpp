@@ -101,11 +101,11 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 // Measured (15 seeds, plan_size 32; median score at 50 / 100) on gemm_RTX_3090: tpe-gp-rf
 // 0.982 / 1.000, tpe-gp-rf-restarts (the default) 0.905 / 1.000, autotvm 0.831 / 0.971, adatune
 // 0.843 / 0.921, chameleon 0.900 / 0.987; on convolution_A4000 tpe-gp-rf 0.965 / 0.989, the
-// default 0.965 / 0.989 (0.987 before its crossovers). The default's median at 50 on gemm_RTX_3090 was 0.953 before its
-// Gaussian process had a length scale per knob; over 100 seeds its mean found score there rose
-// (0.914 to 0.932, docs/performance.md, "A length scale per knob"), and a 15-seed median of a
-// space whose runs split in two falls on either side, so at 50 it is only asserted level or
-// above Chameleon. (On convolution_A100 tpe-gp-rf's median run holds 0.679 at 100, below
+// default 0.965 / 0.989 (0.987 before its crossovers). The default's median at 50 on
+// gemm_RTX_3090 was 0.953 before its Gaussian process had a length scale per knob; over 100 seeds
+// its mean found score there rose (0.914 to 0.932, docs/performance.md, "A length scale per
+// knob"), and a 15-seed median of a space whose runs split in two falls on either side, so at 50
+// it is only asserted level or above Chameleon. (On convolution_A100 tpe-gp-rf's median run holds 0.679 at 100, below
 // Chameleon's and AutoTVM's: docs/performance.md.)
 TEST_CASE("tpe-gp-rf beats the presets at 50 and 100 on gemm_RTX_3090, and so does the default") {
   auto k = load("gemm_RTX_3090");

@@ -500,9 +500,7 @@ class TreeParzen {
     std::size_t taken = 0;
     for (std::size_t attempt = 0; taken < params_.samples && attempt < 32 * params_.samples; ++attempt) {
       Config x = c;
-      const std::size_t a = uniform_index(rng, movable.size());
-      std::size_t b = uniform_index(rng, movable.size() - 1);
-      if (b >= a) ++b;
+      const auto [a, b] = distinct_pair(rng, movable.size());
       for (const std::size_t k : {movable[a], movable[b]}) {
         auto v = static_cast<std::uint32_t>(uniform_index(rng, ctx.space.knob(k).size() - 1));
         x[k] = v >= c[k] ? v + 1 : v;  // any value but c's
@@ -560,6 +558,13 @@ class TreeParzen {
     return taken;
   }
 
+  // Two distinct positions in [0, n), n >= 2, drawn uniformly.
+  static std::pair<std::size_t, std::size_t> distinct_pair(Rng& rng, std::size_t n) {
+    const std::size_t a = uniform_index(rng, n);
+    const std::size_t b = uniform_index(rng, n - 1);
+    return {a, b >= a ? b + 1 : b};
+  }
+
   // Up to `crossovers` children of two distinct configs among the `parents` best of `ok` (sorted,
   // fastest first), each knob's value from either parent, offered to `consider`; returns how many
   // it took.
@@ -570,9 +575,7 @@ class TreeParzen {
     if (params_.crossovers == 0 || parents < 2) return 0;
     std::size_t taken = 0;
     for (std::size_t attempt = 0; taken < params_.crossovers && attempt < 32 * params_.crossovers; ++attempt) {
-      const std::size_t a = uniform_index(rng, parents);
-      std::size_t b = uniform_index(rng, parents - 1);
-      if (b >= a) ++b;
+      const auto [a, b] = distinct_pair(rng, parents);
       Config x = ok[a]->config;
       for (std::size_t k = 0; k < x.size(); ++k)
         if (uniform_index(rng, 2) == 1) x[k] = ok[b]->config[k];

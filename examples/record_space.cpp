@@ -1,5 +1,6 @@
-// Records a bundled CPU kernel's tuning space on this machine: every selected valid configuration
-// measured, written as a replay dataset (shared/datasets' format) for tunekit-replay.
+// Records a bundled kernel's tuning space on this machine (a CPU kernel, or with TUNEKIT_CUDA a
+// CUDA kernel on a GPU): every selected valid configuration measured, written as a replay dataset
+// (shared/datasets' format) for tunekit-replay.
 
 #include <tunekit/kernels/cpu/conv2d.hpp>
 #include <tunekit/kernels/cpu/gemm.hpp>
@@ -7,6 +8,12 @@
 #include <tunekit/replay/record_dataset.hpp>
 
 #include "cli.hpp"
+
+#ifdef TUNEKIT_EXAMPLES_CUDA
+#include <tunekit/kernels/cuda/gemm.hpp>
+
+#include "cuda_conv2d_shape.hpp"
+#endif
 
 #include <omp.h>
 
@@ -19,22 +26,28 @@
 
 namespace {
 
-const char* const usage = R"(usage: record_space --kernel gemm|conv2d --out FILE.csv [options]
+const char* const usage = R"(usage: record_space --kernel gemm|conv2d|cuda-gemm|cuda-conv2d --out FILE.csv [options]
 
-Measures every valid configuration of a bundled CPU kernel's space (or of the part that --only
-selects) on this machine, verifying each against a double-precision reference, and writes the
+Measures every valid configuration of a bundled kernel's space (or of the part that --only
+selects) on this machine, verifying each against a double-precision reference (the CUDA SGEMM:
+against cuBLAS), and writes the
 recorded space in the format of shared/datasets: replay it with
 tunekit-replay --dataset FILE.csv. Rows are written as they are measured (in a random order, so
 that a slow spell of the machine does not fall on a run of neighbouring configurations); a killed
 recording resumes from FILE.csv when started again with the same options.
 
 options:
-  --kernel NAME          gemm (the OpenMP SGEMM) or conv2d (a ResNet-18 layer)     (required)
+  --kernel NAME          gemm (the OpenMP SGEMM) or conv2d (a ResNet-18 layer);    (required)
+                         cuda-gemm and cuda-conv2d, the CUDA kernels on a GPU (only
+                         in a build with TUNEKIT_CUDA; each config compiled by NVRTC,
+                         the next ones on other threads while one is measured)
   --out FILE.csv         the dataset                                               (required)
   --size N               gemm: M = N = K                                             [512]
   --m M --n N --k K      gemm: the three sizes separately
   --layer I              conv2d: ResNet-18 layer, 1 to 12 (tune_conv2d --list)       [9]
-  --threads P            OpenMP threads                                      [all cores]
+  --batch N              cuda-conv2d: images per run                                   [1]
+  --device D             cuda-*: CUDA device ordinal                                   [0]
+  --threads P            OpenMP threads (CPU kernels)                        [all cores]
   --only KNOB=V1,V2,...  record only configurations whose KNOB is one of these values,
                          written as the space writes them (e.g. parallel=jc,ic);
                          may be given once per knob
@@ -112,7 +125,10 @@ int record(K& kernel, tunekit::cli::CommandLine& cl, const std::vector<std::stri
   bool first = true;
   options.progress = [&](std::size_t done, std::size_t total, const tunekit::Measurement& m) {
     if (first) first_done = done - 1, first = false;
-    if (!m.ok()) ++failed;
+    if (!m.ok()) {  // the dataset keeps only `inf`: say why here
+      ++failed;
+      std::printf("\nfailed (%s): %s\n", std::string(tunekit::to_string(m.status)).c_str(), m.error.c_str());
+    }
     const std::size_t percent = done * 100 / total;
     if (percent != last_percent || done == total) {
       last_percent = percent;
@@ -137,6 +153,8 @@ int main(int argc, char** argv) {
   const std::size_t size = cl.count("--size", 512);
   const std::size_t m = cl.count("--m", size), n = cl.count("--n", size), k = cl.count("--k", size);
   const std::size_t layer = cl.count("--layer", 9);
+  const std::size_t batch = cl.count("--batch", 1);
+  [[maybe_unused]] const int device = static_cast<int>(cl.count("--device", 0));  // cuda-* only
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
   const std::vector<std::string> only = cl.texts("--only");
   const std::size_t samples = cl.count("--samples", 8);
@@ -145,7 +163,15 @@ int main(int argc, char** argv) {
   const std::size_t seed = cl.count("--seed", 1);
   const bool dry_run = cl.flag("--dry-run");
   cl.reject_unknown();
-  if (kernel_name != "gemm" && kernel_name != "conv2d") cl.fail("--kernel must be gemm or conv2d");
+  const bool cuda = kernel_name == "cuda-gemm" || kernel_name == "cuda-conv2d";
+  if (kernel_name != "gemm" && kernel_name != "conv2d" && !cuda)
+    cl.fail("--kernel must be gemm, conv2d, cuda-gemm or cuda-conv2d");
+#ifndef TUNEKIT_EXAMPLES_CUDA
+  if (cuda) cl.fail("--kernel " + kernel_name + ": this record_space was built without CUDA (TUNEKIT_CUDA)");
+#endif
+  if (batch == 0) cl.fail("--batch must be at least 1");
+  const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
+  if (layer < 1 || layer > tasks.size()) cl.fail("--layer must be 1 to " + std::to_string(tasks.size()));
   if (out.empty() && !dry_run) cl.fail("--out FILE.csv is required");
 
   const tunekit::RecordOptions options{
@@ -159,9 +185,25 @@ int main(int argc, char** argv) {
       tunekit::cpu::GemmKernel kernel(m, n, k, {.threads = threads, .seed = seed});
       return record(kernel, cl, only, out, options, max_configs, dry_run);
     }
-    const auto& tasks = tunekit::cpu::resnet18_conv2d_tasks;
-    if (layer < 1 || layer > tasks.size()) cl.fail("--layer must be 1 to " + std::to_string(tasks.size()));
     const auto& task = tasks[layer - 1];
+#ifdef TUNEKIT_EXAMPLES_CUDA
+    if (kernel_name == "cuda-gemm") {
+      const auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
+      tunekit::cuda::GemmKernel kernel(i(m), i(n), i(k), {.device = device, .seed = seed});
+      std::printf("record_space: CUDA SGEMM %zux%zux%zu on %s (%s); each config against cuBLAS\n", m, n, k,
+                  kernel.device_info().name.c_str(), kernel.device_info().arch().c_str());
+      std::fflush(stdout);
+      return record(kernel, cl, only, out, options, max_configs, dry_run);
+    }
+    if (kernel_name == "cuda-conv2d") {
+      tunekit::cuda::Conv2dKernel kernel(examples::cuda_conv2d_shape(task, batch), {.device = device, .seed = seed});
+      std::printf("record_space: CUDA conv2d %s (batch %zu) on %s (%s); computing the reference...\n",
+                  std::string(task.name).c_str(), batch, kernel.device_info().name.c_str(),
+                  kernel.device_info().arch().c_str());
+      std::fflush(stdout);
+      return record(kernel, cl, only, out, options, max_configs, dry_run);
+    }
+#endif
     std::printf("record_space: conv2d %s, %d threads, %s vectors; computing the reference...\n",
                 std::string(task.name).c_str(), threads, tunekit::cpu::simd_name());
     std::fflush(stdout);

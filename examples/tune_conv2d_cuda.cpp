@@ -7,6 +7,7 @@
 #include <tunekit/tunekit.hpp>
 
 #include "cli.hpp"
+#include "cuda_conv2d_shape.hpp"
 #include "tuning.hpp"
 
 #include <cudnn.h>
@@ -125,12 +126,8 @@ int main(int argc, char** argv) {
   if (batch == 0) cl.fail("--batch must be at least 1");
 
   try {
-    const auto& t = tunekit::cpu::resnet18_conv2d_task(layer);
-    const auto& c = t.shape;
-    auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
-    const tunekit::cuda::Conv2dShape shape{i(batch), i(c.height), i(c.width), i(c.in_channels), i(c.out_channels),
-                                           i(c.kernel_h), i(c.kernel_w), i(c.pad_h), i(c.pad_w), i(c.stride_h),
-                                           i(c.stride_w)};
+    const tunekit::cuda::Conv2dShape shape =
+        examples::cuda_conv2d_shape(tunekit::cpu::resnet18_conv2d_task(layer), batch);
     // Neither the kernel nor the GPU count opens a device in this process (they are read in a
     // child process): the workers, forked when the tuning starts, open their own.
     if (setup.workers > 0) setup.gpus = examples::cuda_worker_gpus(cl, setup.workers, tunekit::cuda::device_count());

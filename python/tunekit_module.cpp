@@ -183,8 +183,10 @@ struct PySpace {
   }
 
   // A predicate over a ConfigView that calls fn with a dict of the knobs and constants added
-  // so far; what fn raises is kept in `errors` and the predicate answers false.
+  // so far; what fn raises is kept in `errors` and the predicate answers false. Such a predicate
+  // is not a pure function of the config, so the space keeps no validity bits.
   tunekit::Constraint::Predicate python_predicate(py::function fn) {
+    space.keep_validity_bits(false);
     // What the predicate sees: the knobs and constants added before it.
     struct Names {
       std::vector<std::pair<std::string, KnobKind>> knobs;

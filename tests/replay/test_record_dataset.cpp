@@ -8,9 +8,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -162,4 +164,41 @@ TEST_CASE("record_dataset refuses a file of another space and a knob a column ca
     tunekit::RunResult run(const tunekit::Config&, std::size_t n, tunekit::Rng&) { return {tunekit::Status::ok, std::vector<double>(n, 1e-3), {}, -1.0}; }
   } split;
   CHECK_THROWS_AS(tunekit::record_dataset(split, dir.path / "split.csv"), std::invalid_argument);
+}
+
+TEST_CASE("record_dataset hands a compiling kernel each block of configs to compile ahead") {
+  // The toy kernel with a prefetch: it notes what it was handed and checks at each prepare that
+  // the config was handed over before it is measured.
+  struct PrefetchingToy : RecordToyKernel {
+    std::set<std::uint64_t> handed;
+    std::vector<std::size_t> calls;  // configs per prefetch call
+    std::size_t prepared_unhanded = 0;
+    void prefetch(const std::vector<tunekit::Config>& configs) {
+      calls.push_back(configs.size());
+      for (const auto& c : configs) handed.insert(space().to_index(c));
+    }
+    tunekit::RunResult prepare(const tunekit::Config& c) {
+      if (!handed.contains(space().to_index(c))) ++prepared_unhanded;
+      return RecordToyKernel::prepare(c);
+    }
+  };
+  static_assert(tunekit::PrefetchingKernel<PrefetchingToy>);
+  const tunekit::test::TempDir dir;
+  const tunekit::RecordOptions options{.evaluator = {.repeat = 2}, .seed = 3, .compile_ahead = 6};
+  RecordToyKernel plain;
+  tunekit::record_dataset(plain, dir.path / "plain.csv", options);
+  PrefetchingToy kernel;
+  CHECK(tunekit::record_dataset(kernel, dir.path / "ahead.csv", options) == 20);
+  CHECK(kernel.prepared_unhanded == 0);
+  CHECK(kernel.handed.size() == 20);
+  // At configs 0, 6, 12 and 18 of the order: 12, 12, 8 and 2 configs (up to twice the block).
+  CHECK(kernel.calls == std::vector<std::size_t>{12, 12, 8, 2});
+  CHECK(read_all(dir.path / "ahead.csv") == read_all(dir.path / "plain.csv"));  // the same rows
+
+  tunekit::RecordOptions never = options;
+  never.compile_ahead = 0;
+  PrefetchingToy unhanded;
+  tunekit::record_dataset(unhanded, dir.path / "never.csv", never);
+  CHECK(unhanded.calls.empty());
+  CHECK(unhanded.prepared_unhanded == 20);  // each config is prepared once, unhanded
 }

@@ -6,16 +6,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using tunekit::Config;
@@ -311,6 +314,86 @@ TEST_CASE("count_valid follows constraints added after a count (the cache is res
   CHECK(s.valid_indices().size() == 20);
   CHECK_THROWS_AS(s.valid_indices(199), std::length_error);
   CHECK(s.valid_indices(200).size() == 20);
+}
+
+TEST_CASE("validity: once the constraints were evaluated as often as the product has configs, a bit answers") {
+  // x, y, z in 0..5 with x + y + z odd and x != z: a constraint that counts its evaluations.
+  auto evaluations = std::make_shared<std::size_t>(0);
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 5)).add(Knob::range("y", 0, 5)).add(Knob::range("z", 0, 5));
+  s.add_constraint("x + y + z odd, x != z", [evaluations](const ConfigView& c) {
+    ++*evaluations;
+    return (c["x"] + c["y"] + c["z"]) % 2 == 1 && c["x"] != c["z"];
+  });
+  const std::uint64_t product = s.product_size();  // 216
+  auto expected = [](const Config& c) { return (c[0] + c[1] + c[2]) % 2 == 1 && c[0] != c[2]; };
+  std::size_t valid = 0;
+  for (int pass = 0; pass < 3; ++pass) {  // every config three times: the same answers throughout
+    for (std::uint64_t i = 0; i < product; ++i) {
+      const Config c = s.from_index(i);
+      CHECK(s.is_valid(c) == expected(c));
+      valid += pass == 0 && expected(c);
+    }
+  }
+  // The first pass evaluated each config once, the last of them built the bits (one evaluation
+  // per config again); the other two passes evaluated nothing.
+  CHECK(*evaluations == 2 * product - 1);
+  CHECK(s.count_valid() == valid);  // from the cache, no evaluation
+  CHECK(*evaluations == 2 * product - 1);
+  Rng rng(7);
+  for (int i = 0; i < 1000; ++i) CHECK(expected(s.sample(rng)));
+  CHECK(*evaluations == 2 * product - 1);
+
+  // A space whose valid configs were counted first answers from bits at once.
+  SearchSpace counted = s;
+  counted.add_constraint("y < 3", [](const ConfigView& c) { return c["y"] < 3; });  // its own cache
+  const std::size_t before = *evaluations;
+  const std::uint64_t n = counted.count_valid();
+  CHECK(*evaluations == before + product);  // the enumeration
+  std::uint64_t seen = 0;
+  for (std::uint64_t i = 0; i < product; ++i) seen += counted.is_valid(counted.from_index(i));
+  CHECK(seen == n);
+  CHECK(*evaluations == before + product);
+}
+
+TEST_CASE("keep_validity_bits(false): the constraints are evaluated at every call") {
+  auto evaluations = std::make_shared<std::size_t>(0);
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 9));
+  s.add_constraint("x odd", [evaluations](const ConfigView& c) {
+    ++*evaluations;
+    return c["x"] % 2 == 1;
+  });
+  s.keep_validity_bits(false);
+  for (int pass = 0; pass < 3; ++pass)
+    for (std::uint64_t i = 0; i < 10; ++i) CHECK(s.is_valid(s.from_index(i)) == (i % 2 == 1));
+  CHECK(*evaluations == 30);
+  CHECK(s.count_valid() == 5);  // the enumeration is still kept...
+  CHECK(s.is_valid(Config{3}));
+  CHECK(*evaluations == 41);  // ...but not as bits
+}
+
+TEST_CASE("validity bits: threads asking at once get the constraints' answers") {
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 63)).add(Knob::range("y", 0, 63));
+  s.add_constraint("x * y % 7 == 3", [](const ConfigView& c) { return c["x"] * c["y"] % 7 == 3; });
+  std::atomic<std::size_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Rng rng(static_cast<std::uint64_t>(t) + 1);
+      for (int i = 0; i < 20000; ++i) {
+        const std::uint64_t flat = uniform_index(rng, s.product_size());
+        const Config c = s.from_index(flat);
+        if (s.is_valid(c) != (c[0] * c[1] % 7 == 3)) ++wrong;
+        if (i % 100 == 0) {
+          const Config d = s.sample(rng);
+          if (d[0] * d[1] % 7 != 3) ++wrong;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("for_each_valid beyond the cached enumeration: x < y < z over 162^3 configs") {

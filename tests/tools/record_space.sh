@@ -4,7 +4,8 @@
 # on this machine is in the datasets' format (header, one lexicographic row per selected config,
 # --samples samples whose mean is time_ms), loads in tunekit-replay as 16 configs, and grid search
 # over it reaches its recorded best; a recording started again on the finished file measures nothing. Bad --only
-# arguments end with a message. Every space in bench/recorded and its subfolders loads in tunekit-replay.
+# arguments end with a message, and so does --kernel cuda-gemm without a GPU. Every space in
+# bench/recorded and its subfolders loads in tunekit-replay.
 #   record_space.sh WORK_DIR RECORD_SPACE REPLAY PYTHON RECORDED_DIR
 set -euo pipefail
 work=$1 record=$2 replay=$3 python=$4 recorded=$5
@@ -51,6 +52,10 @@ for bad in "--only foo=1" "--only mc=5" "--only mc"; do
   fi
   grep -q "^record_space: --only" "$work/bad.txt" || { echo "no message for $bad:"; cat "$work/bad.txt"; exit 1; }
 done
+# The CUDA kernels: without a GPU (or in a build without CUDA) a message, not a crash.
+if ! "$record" --kernel cuda-gemm --size 64 --dry-run > "$work/cuda.txt" 2>&1; then
+  grep -q "^record_space: " "$work/cuda.txt" || { echo "no message for --kernel cuda-gemm:"; cat "$work/cuda.txt"; exit 1; }
+fi
 shopt -s nullglob
 for csv in "$recorded"/*.csv "$recorded"/*/*.csv; do
   "$replay" --dataset "$csv" --tuner random --budget 10 --seeds 1 --quiet > "$work/r.txt" 2>&1 ||

@@ -42,6 +42,11 @@ struct RecordOptions {
   /// Called after each configuration is measured and written: (configs done, configs in all,
   /// the measurement). It may throw to stop the recording; what was written stays (see resume).
   std::function<void(std::size_t, std::size_t, const Measurement&)> progress{};
+  /// For a kernel that compiles ahead (PrefetchingKernel: the CUDA kernels), how many configs it
+  /// is handed at a time: when the i-th config of the order is next and i is a multiple of this,
+  /// configs i to i + 2 compile_ahead - 1 go to `prefetch`, so the next block compiles on other
+  /// threads while this one is measured. 0: never (each config compiles when it is measured).
+  std::size_t compile_ahead = 32;
 };
 
 namespace detail {
@@ -181,7 +186,16 @@ std::size_t record_dataset(K& kernel, const std::filesystem::path& path, const R
     detail::record_write(path, header, rows);  // what is kept, without a torn last line
     std::ofstream out(path, std::ios::app);     // then each row as it is measured
     Deterministic evaluator(options.evaluator);
-    for (const std::uint64_t i : order) {
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      if constexpr (PrefetchingKernel<K>) {
+        if (options.compile_ahead > 0 && j % options.compile_ahead == 0) {
+          std::vector<Config> ahead;
+          for (std::size_t a = j; a < std::min(order.size(), j + 2 * options.compile_ahead); ++a)
+            ahead.push_back(s.from_index(order[a]));
+          kernel.prefetch(ahead);
+        }
+      }
+      const std::uint64_t i = order[j];
       const Config c = s.from_index(i);
       const Measurement m = evaluator.measure(kernel, c, rng);
       std::string line = detail::record_row(s, c, m);

@@ -9,6 +9,7 @@
 #include "tunekit/space/knob.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -76,6 +77,18 @@ class SearchSpace {
   template <class F>
   SearchSpace& add_constraint(std::string description, F&& predicate) {
     return add_constraint(Constraint(std::move(description), std::forward<F>(predicate)));
+  }
+
+  /// Whether the space may keep one validity bit per config (a product of at most
+  /// enumeration_limit) once its constraints have been evaluated as many times as the product
+  /// has configs, and then answer from the bits without evaluating them (default: yes). That
+  /// assumes the constraints are pure functions of the config: turn it off for constraints with
+  /// effects (the Python binding's, which record what the Python function raised and answer
+  /// false, so that each call raises it again).
+  SearchSpace& keep_validity_bits(bool keep) {
+    validity_bits_ = keep;
+    reset_cache();
+    return *this;
   }
 
   /// Declares a knob inactive where `when` holds: a config there leaves it unused (a layout with
@@ -176,8 +189,8 @@ class SearchSpace {
   Config sample(Rng& rng) const {
     if (knobs_.empty()) throw std::logic_error("cannot sample a search space without knobs");
     for (int attempt = 0; attempt < rejections_before_enumeration; ++attempt) {
-      Config c = from_index(uniform_index(rng, product_));
-      if (satisfies(c, to_index(c))) return c;
+      const std::uint64_t flat = uniform_index(rng, product_);
+      if (satisfies(flat)) return from_index(flat);
     }
     if (product_ <= enumeration_limit) {
       const auto& valid = valid_cache();
@@ -185,8 +198,8 @@ class SearchSpace {
       return from_index(valid[uniform_index(rng, valid.size())]);
     }
     for (std::uint64_t attempt = 0; attempt < max_rejections; ++attempt) {
-      Config c = from_index(uniform_index(rng, product_));
-      if (satisfies(c, to_index(c))) return c;
+      const std::uint64_t flat = uniform_index(rng, product_);
+      if (satisfies(flat)) return from_index(flat);
     }
     throw std::runtime_error("no valid configuration in " + std::to_string(max_rejections) +
                              " random draws; the constraints may admit nothing: " +
@@ -351,6 +364,22 @@ class SearchSpace {
   struct ValidCache {
     std::once_flag once{};
     std::vector<std::uint64_t> valid{};
+    // The validity of every flat index (spaces whose product is at most enumeration_limit), one
+    // bit each. Built once the constraints have been evaluated as many times as the product has
+    // configs (`checks`), or with `valid`: so it at most doubles the evaluations done, and from
+    // then on a validity test is a bit. A sparse space (the CUDA conv2d: 1150 valid of 614400)
+    // makes each random valid config cost hundreds of evaluations, and a search draws thousands.
+    std::atomic<std::uint64_t> checks{0};
+    std::once_flag bits_once{};
+    std::atomic<bool> bits_ready{false};
+    std::vector<std::uint64_t> bits{};
+
+    bool bit(std::uint64_t flat) const { return (bits[flat / 64] >> (flat % 64)) & 1u; }
+    void set_bits(std::uint64_t product, const std::vector<std::uint64_t>& valid_flat) {
+      bits.assign(product / 64 + 1, 0);
+      for (const std::uint64_t i : valid_flat) bits[i / 64] |= std::uint64_t{1} << (i % 64);
+      bits_ready.store(true, std::memory_order_release);
+    }
   };
 
   struct Inactive {
@@ -370,6 +399,24 @@ class SearchSpace {
 
   bool satisfies(const Config& c, std::uint64_t flat) const {
     if (constraints_.empty()) return true;
+    if (validity_bits_ && product_ <= enumeration_limit) {
+      ValidCache& cache = *cache_;
+      if (cache.bits_ready.load(std::memory_order_acquire)) return cache.bit(flat);
+      if (cache.checks.fetch_add(1, std::memory_order_relaxed) + 1 >= product_) {
+        std::call_once(cache.bits_once, [&] { cache.set_bits(product_, enumerate_valid()); });
+        return cache.bit(flat);
+      }
+    }
+    return check_constraints(c, flat);
+  }
+
+  // satisfies for a flat index, making its config only when the bits are not there yet.
+  bool satisfies(std::uint64_t flat) const {
+    if (cache_->bits_ready.load(std::memory_order_acquire)) return cache_->bit(flat);
+    return satisfies(from_index(flat), flat);
+  }
+
+  bool check_constraints(const Config& c, std::uint64_t flat) const {
     const ConfigView v(knobs_, constants_, c, flat);
     for (const auto& con : constraints_)
       if (!con(v)) return false;
@@ -381,7 +428,7 @@ class SearchSpace {
     if (knobs_.empty()) return valid;
     Config c(knobs_.size(), 0);
     for (std::uint64_t idx = 0; idx < product_; ++idx) {
-      if (satisfies(c, idx)) valid.push_back(idx);
+      if (constraints_.empty() || check_constraints(c, idx)) valid.push_back(idx);
       for (std::size_t k = c.size(); k-- > 0;) {  // odometer increment, last knob fastest
         if (++c[k] < knobs_[k].size()) break;
         c[k] = 0;
@@ -391,7 +438,16 @@ class SearchSpace {
   }
 
   const std::vector<std::uint64_t>& valid_cache() const {
-    std::call_once(cache_->once, [this] { cache_->valid = enumerate_valid(); });
+    std::call_once(cache_->once, [this] {
+      ValidCache& cache = *cache_;
+      if (cache.bits_ready.load(std::memory_order_acquire)) {  // read off the bits, no evaluation
+        for (std::uint64_t i = 0; i < product_; ++i)
+          if (cache.bit(i)) cache.valid.push_back(i);
+        return;
+      }
+      cache.valid = enumerate_valid();
+      if (validity_bits_) std::call_once(cache.bits_once, [&] { cache.set_bits(product_, cache.valid); });
+    });
     return cache_->valid;
   }
 
@@ -422,6 +478,7 @@ class SearchSpace {
   std::vector<Inactive> inactive_;
   std::vector<std::uint64_t> strides_;
   std::uint64_t product_ = 1;
+  bool validity_bits_ = true;
   std::shared_ptr<ValidCache> cache_ = std::make_shared<ValidCache>();
 };
 

@@ -15,10 +15,12 @@ tpe_multivariate). How the answers are given:
 - a config measured before: its recorded mean again, not counted.
 The run stops after `budget` distinct recorded configs, or after --max-trials trials in all
 (default 4 x budget): a sampler that repeats configs often stops short (n@budget), and its cells
-past that point are its last score. PEERS.md's default-TPE rows stopped at 95-168 distinct configs
-of 400, after a number of trials it does not state; where either stops short, the later cells are
-not comparable. The score is PEERS.md's found score after each distinct config; the table is
-bench/kt_peers.py's.
+past that point are its last score. A run that met no recorded config at all (on a space whose
+restrictions leave a small share of the knobs' product, the sampler learns only that what it
+tried is outside) scores 0 at every budget, and the table says how many runs did. PEERS.md's
+default-TPE rows stopped at 95-168 distinct configs of 400, after a number of trials it does not
+state; where either stops short, the later cells are not comparable. The score is PEERS.md's
+found score after each distinct config; the table is bench/kt_peers.py's.
 
 PEERS.md does not say how its Optuna rows treated combinations outside the recorded set; with this
 treatment seeds 0-24 give its rows of gemm_RTX_2080_Ti and gemm_RTX_3090 exactly at B = 25 and 50,
@@ -49,6 +51,12 @@ def read_space(csv_path):
     if not finite:
         raise SystemExit(f"{csv_path}: no config ran")
     return names, recorded, min(finite)
+
+
+def score_at(curve, budget):
+    """A run's found score after `budget` distinct recorded configs: its last score where it
+    stopped short, 0 where it met no recorded config at all."""
+    return curve[min(budget, len(curve)) - 1] if curve else 0.0
 
 
 def run(optuna, names, recorded, optimum, budget, seed, multivariate, max_trials):
@@ -110,17 +118,18 @@ def main():
             curves.append(run(optuna, names, recorded, optimum, args.budget, seed, name == "tpe_multivariate",
                               max_trials))
             took.append(time.perf_counter() - start)
-            if not curves[-1]:
-                raise SystemExit(f"{name}, seed {seed}: no recorded config in {max_trials} trials")
-        at = {b: statistics.median(c[min(b, len(c)) - 1] for c in curves) for b in budgets}
+        at = {b: statistics.median(score_at(c, b) for c in curves) for b in budgets}
+        empty = sum(not c for c in curves)
         n = statistics.median(len(c) for c in curves)
         row = [f"optuna_{name}", str(args.seeds)] + [f"{at[b]:.3f}" for b in budgets] + [
             evals_to(curves, 0.95, args.budget), evals_to(curves, 0.99, args.budget), f"{n:g}",
             f"{statistics.mean(took):.1f}"]
         print("| " + " | ".join(row) + " |")
+        if empty:
+            print(f"\n{name}: {empty} of {args.seeds} runs met no recorded config in {max_trials} trials (score 0)\n")
         sys.stdout.flush()
         out[f"optuna_{name}"] = {"budget": args.budget, "median": {str(b): at[b] for b in budgets}, "e95": row[-4],
-                                 "e99": row[-3], "n": n, "curves": curves}
+                                 "e99": row[-3], "n": n, "empty_runs": empty, "curves": curves}
     if args.json:
         Path(args.json).write_text(json.dumps(out))
 

@@ -86,3 +86,20 @@ def test_optuna_peers_counts_recorded_configs_only(tmp_path):
             assert 3 <= len(curve) <= 6
             assert all(x <= y for x, y in zip(curve, curve[1:]))
             assert set(curve) <= scores
+
+
+def test_optuna_peers_scores_a_run_that_met_no_recorded_config_as_0():
+    """A sparse space: the diagonal of a 6 x 6 x 6 product recorded (6 of 216 configs, one of
+    them ran). A run of 3 trials (Optuna's random start) mostly meets none of them; such a run is
+    an empty curve, scored 0 at every budget, not an error, and a run that stopped short keeps
+    its last score."""
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    optuna_peers = load("optuna_peers")
+    names = ["a", "b", "c"]
+    recorded = {(v, v, v): (2.0 if v == 5 else math.inf) for v in range(6)}
+    curves = [optuna_peers.run(optuna, names, recorded, 2.0, 5, seed, False, 3) for seed in range(20)]
+    assert any(c == [] for c in curves)
+    assert all(optuna_peers.score_at(c, 25) == 0.0 for c in curves if not c)
+    assert optuna_peers.score_at([0.0, 0.5, 1.0], 2) == 0.5
+    assert optuna_peers.score_at([0.0, 0.5], 400) == 0.5

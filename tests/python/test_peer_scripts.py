@@ -5,6 +5,7 @@ import importlib.util
 import json
 import math
 import subprocess
+import sys
 import warnings
 
 import pytest
@@ -88,18 +89,31 @@ def test_optuna_peers_counts_recorded_configs_only(tmp_path):
             assert set(curve) <= scores
 
 
-def test_optuna_peers_scores_a_run_that_met_no_recorded_config_as_0():
+def test_optuna_peers_scores_a_run_that_met_no_recorded_config_as_0(tmp_path):
     """A sparse space: the diagonal of a 6 x 6 x 6 product recorded (6 of 216 configs, one of
-    them ran). A run of 3 trials (Optuna's random start) mostly meets none of them; such a run is
-    an empty curve, scored 0 at every budget, not an error, and a run that stopped short keeps
-    its last score."""
+    them ran). A run of 10 trials (Optuna's random start) mostly meets none of them; such a run is
+    an empty curve, scored 0 at every budget, and the script reports it instead of stopping."""
     optuna = pytest.importorskip("optuna")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     optuna_peers = load("optuna_peers")
     names = ["a", "b", "c"]
     recorded = {(v, v, v): (2.0 if v == 5 else math.inf) for v in range(6)}
-    curves = [optuna_peers.run(optuna, names, recorded, 2.0, 5, seed, False, 3) for seed in range(20)]
-    assert any(c == [] for c in curves)
-    assert all(optuna_peers.score_at(c, 25) == 0.0 for c in curves if not c)
+    curves = [optuna_peers.run(optuna, names, recorded, 2.0, 5, seed, False, 10) for seed in range(20)]
+    empty = sum(c == [] for c in curves)
+    assert 0 < empty < 20
+    assert optuna_peers.score_at([], 25) == 0.0
     assert optuna_peers.score_at([0.0, 0.5, 1.0], 2) == 0.5
     assert optuna_peers.score_at([0.0, 0.5], 400) == 0.5
+
+    # The whole script on the same space: it ends normally and counts the empty runs.
+    csv = tmp_path / "diagonal.csv"
+    csv.write_text("a,b,c,time_ms,samples\n" + "".join(
+        f"{v},{v},{v},{'2.0,2.0' if v == 5 else 'inf,'}\n" for v in range(6)))
+    out = tmp_path / "optuna.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "optuna_peers.py"), "--dataset", str(csv),
+                           "--seeds", "20", "--budget", "5", "--max-trials", "10", "--samplers", "tpe",
+                           "--json", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(out.read_text())["optuna_tpe"]
+    assert row["empty_runs"] == empty
+    assert f"{empty} of 20 runs met no recorded config" in done.stdout

@@ -9,6 +9,9 @@
 #
 #   bench/search_efficiency.sh [OUT]      (after scripts/build.sh)
 #   TUNERS="tpe-local autotvm" PLANS="32" bench/search_efficiency.sh OUT   (a subset)
+#   TUNEKIT_DATASETS=DIR [TUNEKIT_PEERS=FILE.md] bench/search_efficiency.sh OUT
+#     (other spaces: the *.csv of DIR, against the peers of DIR/PEERS.md or of FILE.md, e.g.
+#     bench/synthetic_peers.md for bench/synthetic_spaces.py --seed 3030 --count 8)
 #
 # Every preset at plan sizes 64 and 32 takes about an hour on 2 cores (55 min beside two builds;
 # the forest pipelines' search is most of it); tpe-local alone takes seconds. The runs are deterministic: a seed gives
@@ -35,7 +38,7 @@ for csv in "$datasets"/*.csv; do
     done
   done
 done
-/usr/bin/python3 - "$out" "$datasets/PEERS.md" <<'PY'
+/usr/bin/python3 - "$out" "${TUNEKIT_PEERS:-$datasets/PEERS.md}" <<'PY'
 import json, pathlib, re, sys
 out, peers_md = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 budgets = ("25", "50", "100", "200", "400")

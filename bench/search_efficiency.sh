@@ -5,7 +5,8 @@
 # prints, per space, the found score (PEERS.md's: the best measured config) at B = 25 ... 400, the
 # median measurements to 0.95 and 0.99 of it, the held score (the tuner's own pick by its noisy
 # measurements) at 100 and 400, and P (mean time score over the seeds, docs/performance.md); then
-# how many of the 20 cells each tuner is level with or above the best peer.
+# how many of the 20 cells each tuner is level with or above the best peer (at PEERS.md's
+# precision: within 0.0005).
 #
 #   bench/search_efficiency.sh [OUT]      (after scripts/build.sh)
 #   TUNERS="tpe-local autotvm" PLANS="32" bench/search_efficiency.sh OUT   (a subset)

@@ -85,6 +85,12 @@ def found_curve(results, names, recorded, optimum, budget):
     return curve
 
 
+def score_at(curve, budget):
+    """A run's found score after `budget` distinct configs: its last score where it stopped short,
+    0 where it met no recorded config at all (an empty curve)."""
+    return curve[min(budget, len(curve)) - 1] if curve else 0.0
+
+
 def evals_to(curves, level, budget):
     firsts = sorted(next((i + 1 for i, s in enumerate(c) if s >= level - 1e-12), math.inf) for c in curves)
     m = statistics.median(firsts)
@@ -136,7 +142,7 @@ def main():
         except ImportError as e:  # a strategy's optional dependency (bayes_opt: scikit-optimize)
             not_run.append(f"{name} ({str(e).split(', please')[0].removeprefix('Error: ')})")
             continue
-        at = {b: statistics.median(c[min(b, len(c)) - 1] for c in curves) for b in budgets}
+        at = {b: statistics.median(score_at(c, b) for c in curves) for b in budgets}
         n = statistics.median(len(c) for c in curves)
         row = [name, str(args.seeds)] + [f"{at[b]:.3f}" for b in budgets] + [evals_to(curves, 0.95, args.budget),
                                                            evals_to(curves, 0.99, args.budget), f"{n:g}",

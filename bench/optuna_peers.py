@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to, read_rows  # noqa: E402
+from kt_peers import BUDGETS, evals_to, read_rows, score_at  # noqa: E402
 
 SAMPLERS = ["tpe", "tpe_multivariate"]
 OUTSIDE = 1e9  # the answer for a combination outside the recorded set
@@ -51,12 +51,6 @@ def read_space(csv_path):
     if not finite:
         raise SystemExit(f"{csv_path}: no config ran")
     return names, recorded, min(finite)
-
-
-def score_at(curve, budget):
-    """A run's found score after `budget` distinct recorded configs: its last score where it
-    stopped short, 0 where it met no recorded config at all."""
-    return curve[min(budget, len(curve)) - 1] if curve else 0.0
 
 
 def run(optuna, names, recorded, optimum, budget, seed, multivariate, max_trials):

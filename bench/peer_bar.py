@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to, read_rows  # noqa: E402
+from kt_peers import BUDGETS, evals_to, read_rows, score_at  # noqa: E402
 
 
 def read_dataset(csv_path):
@@ -56,12 +56,8 @@ def tunekit_curves(trials_csv, dataset):
     return [curves[s] for s in sorted(curves)]
 
 
-def at(curve, b):
-    return curve[min(b, len(curve)) - 1]
-
-
 def median_at(curves, b):
-    return statistics.median(at(c, b) for c in curves)
+    return statistics.median(score_at(c, b) for c in curves)
 
 
 def main():
@@ -99,7 +95,7 @@ def main():
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + " |")
     print("|---|---|" + "---|" * len(budgets))
     for name, cs in everyone:
-        print(f"| {name} | {len(cs)} | " + cells(name, lambda b: statistics.mean(at(c, b) for c in cs)) + " |")
+        print(f"| {name} | {len(cs)} | " + cells(name, lambda b: statistics.mean(score_at(c, b) for c in cs)) + " |")
     print(f"\n| B | {args.label} | best strategy | its median | difference | 95% interval |")
     print("|---|---|---|---|---|---|")
     for b in budgets:
@@ -107,8 +103,8 @@ def main():
         if not ran:
             continue
         name = max(ran, key=lambda n: median_at(peers[n], b))
-        a = [at(c, b) for c in ours]
-        p = [at(c, b) for c in peers[name]]
+        a = [score_at(c, b) for c in ours]
+        p = [score_at(c, b) for c in peers[name]]
         diffs = sorted(statistics.median(rng.choices(a, k=len(a))) - statistics.median(rng.choices(p, k=len(p)))
                        for _ in range(2000))
         print(f"| {b} | {statistics.median(a):.3f} | {name} | {statistics.median(p):.3f} | "

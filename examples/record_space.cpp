@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   const std::size_t m = cl.count("--m", size), n = cl.count("--n", size), k = cl.count("--k", size);
   const std::size_t layer = cl.count("--layer", 9);
   const std::size_t batch = cl.count("--batch", 1);
-  [[maybe_unused]] const int device = static_cast<int>(cl.count("--device", 0));  // cuda-* only
+  [[maybe_unused]] const int device = static_cast<int>(cl.natural("--device", 0));  // cuda-* only
   const int threads = static_cast<int>(cl.count("--threads", static_cast<std::size_t>(omp_get_num_procs())));
   const std::vector<std::string> only = cl.texts("--only");
   const std::size_t samples = cl.count("--samples", 8);

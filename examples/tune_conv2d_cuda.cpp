@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   tunekit::cli::CommandLine cl(argc, argv, "tune_conv2d_cuda", text);
   const std::string layer = cl.text("--layer", "resnet18.C6");
   const std::size_t batch = cl.count("--batch", 1);
-  const int device = static_cast<int>(cl.count("--device", 0));
+  const int device = static_cast<int>(cl.natural("--device", 0));
   examples::TuningSetup setup = examples::read_setup(cl, "tune_conv2d_cuda", defaults);
   cl.reject_unknown();
   if (setup.workers > 0 && cl.given("--device"))

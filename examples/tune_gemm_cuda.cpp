@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   const std::size_t size = cl.count("--size", 2048);
   const auto m = static_cast<std::int64_t>(cl.count("--m", size)), n = static_cast<std::int64_t>(cl.count("--n", size)),
              k = static_cast<std::int64_t>(cl.count("--k", size));
-  const int device = static_cast<int>(cl.count("--device", 0));
+  const int device = static_cast<int>(cl.natural("--device", 0));
   examples::TuningSetup setup = examples::read_setup(cl, "tune_gemm_cuda", defaults);
   cl.reject_unknown();
   if (setup.workers > 0 && cl.given("--device"))

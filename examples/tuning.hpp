@@ -144,11 +144,11 @@ inline TuningSetup read_setup(tunekit::cli::CommandLine& cl, const std::string& 
   s.seed = cl.count("--seed", d.seed);
   s.tuner = cl.text("--tuner", d.tuner);
   s.plan_size = cl.count("--plan-size", d.plan_size);
-  s.confirm = cl.count("--confirm", d.confirm);
+  s.confirm = cl.natural("--confirm", d.confirm);
   s.log = cl.text("--log", program + ".jsonl");
   s.curve = cl.text("--curve", program + "_curve.csv");
   s.resume = cl.flag("--resume");
-  s.workers = cl.count("--workers", 0);
+  s.workers = cl.natural("--workers", 0);
   if (s.workers > 0 && MpiRun::active())
     cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
   if (!(s.seconds > 0)) cl.fail("--seconds must be positive");

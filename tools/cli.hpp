@@ -60,19 +60,10 @@ class CommandLine {
   }
 
   /// A positive integer.
-  std::size_t count(const std::string& name, std::size_t fallback) {
-    const auto v = value(name);
-    if (!v) return fallback;
-    std::size_t pos = 0;
-    long long x = 0;
-    try {
-      x = std::stoll(*v, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (pos != v->size() || x <= 0) fail(name + " needs a positive integer, got '" + *v + "'");
-    return static_cast<std::size_t>(x);
-  }
+  std::size_t count(const std::string& name, std::size_t fallback) { return integer(name, fallback, 1); }
+
+  /// An integer >= 0 (for options whose 0 means something: a device ordinal, "none").
+  std::size_t natural(const std::string& name, std::size_t fallback) { return integer(name, fallback, 0); }
 
   /// A finite number >= 0.
   double real(const std::string& name, double fallback) {
@@ -102,6 +93,21 @@ class CommandLine {
   }
 
  private:
+  std::size_t integer(const std::string& name, std::size_t fallback, long long least) {
+    const auto v = value(name);
+    if (!v) return fallback;
+    std::size_t pos = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(*v, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != v->size() || x < least)
+      fail(name + (least > 0 ? " needs a positive integer" : " needs a non-negative integer") + ", got '" + *v + "'");
+    return static_cast<std::size_t>(x);
+  }
+
   const std::string* value(const std::string& name) {
     used_.insert(name);
     const auto it = values_.find(name);

@@ -10,7 +10,10 @@
 # (tunekit-replay's summary; "never": not reached by half the runs), how many runs reach 1.01x,
 # and the seconds to 1.05x and 1.01x of a reference common to all runs (the median final
 # recorded objective of every run of every scheduler: random search per task reaches no level
-# of the optimum's).
+# of the optimum's). With CONFIRM=K (default 0: none) every run ends by measuring each task's K
+# fastest configs again (tunekit-replay --confirm K: 3 turns, the fastest by them kept), and a
+# second table gives per scheduler the recorded objective of the confirmed configs, how many runs
+# it puts within 1.01x of the optimum, and the simulated seconds the confirmation took.
 #
 #   bench/multitask_replay.sh [OUT]       (after scripts/build.sh; about a minute with random)
 #   TUNER=autotvm BUDGET=800 bench/multitask_replay.sh build/multitask_autotvm
@@ -27,6 +30,7 @@ tuner=${TUNER:-random}
 budget=${BUDGET:-800}
 slot=${SLOT:-16}
 seeds=${SEEDS:-9}
+confirm=${CONFIRM:-0}
 mkdir -p "$out"
 for scheduler in sequential round-robin random flop bandit bandit-epsilon bandit-softmax gradient; do
   json="$out/$scheduler.json"
@@ -35,7 +39,7 @@ for scheduler in sequential round-robin random flop bandit bandit-epsilon bandit
     --dataset "$datasets/gemm_RTX_2080_Ti.csv" --dataset "$datasets/gemm_RTX_3090.csv" \
     --flops 7549747200,7549747200,137472507904,137472507904 \
     --scheduler "$scheduler" --tuner "$tuner" --plan-size "$slot" --slot "$slot" --budget "$budget" \
-    --seeds "$seeds" --quiet --out "$out/$scheduler.csv" --summary-json "$json" > /dev/null
+    --seeds "$seeds" --confirm "$confirm" --quiet --out "$out/$scheduler.csv" --summary-json "$json" > /dev/null
 done
 python3 - "$out" <<'PY'
 import csv, json, pathlib, statistics, sys
@@ -73,4 +77,17 @@ for name in order:
           f"{secs(j['recorded_seconds_to_1.05x_optimum_median'])} | {secs(j['recorded_seconds_to_1.01x_optimum_median'])} | "
           f"{reached} of {j['seeds']} | {med([to(x, 1.05 * ref) for x in s])} | {med([to(x, 1.01 * ref) for x in s])} | "
           f"{slots} |")
+if first.get("confirm", 0) > 0:
+    print(f"\nconfirmed at the end of each run (each task's {first['confirm']} fastest measured again, 3 turns, the "
+          "fastest by them kept):\n")
+    print("| scheduler | final objective ms, recorded, held | final objective ms, recorded, confirmed | "
+          "runs at 1.01x optimum, held | runs at 1.01x optimum, confirmed | s of confirmation |")
+    print("|---|---|---|---|---|---|")
+    for name in order:
+        j = json.loads((out / f"{name}.json").read_text())
+        held = sum(x is not None and x <= 1.01 * opt for x in j["final_recorded_objective_ms"])
+        conf = sum(x is not None and x <= 1.01 * opt for x in j["confirmed_recorded_objective_ms"])
+        print(f"| {name} | {j['final_recorded_objective_ms_median']:.3f} | "
+              f"{j['confirmed_recorded_objective_ms_median']:.3f} | {held} of {j['seeds']} | {conf} of {j['seeds']} | "
+              f"{j['confirm_seconds_median']:.0f} |")
 PY

@@ -32,7 +32,8 @@ Tunes tunekit's OpenMP conv2d on the 12 convolution layers of ResNet-18 (TVM's x
 list, batch 1) as one network: a scheduler gives slots of trials to the layers' tuners (each keeps
 its model and history between its slots), minimising sum_layer weight x best latency (weight:
 how often the layer occurs in ResNet-18). Every configuration is verified against a
-double-precision reference. Prints the objective after every slot and each layer's best.
+double-precision reference. Prints the objective after every slot and each layer's best; then
+measures each layer's fastest configurations again, in turns, and keeps the fastest of those.
 
 options:
   --scheduler NAME  sequential, round-robin, random, flop, bandit, bandit-epsilon,
@@ -50,6 +51,9 @@ const char* const usage_tail = R"(  --budget T        configurations to measure,
   --workers W       measure each slot's rounds on W worker processes, each pinned to
                     1/W of the cores (docs/farm.md): the same trials, W at a time  [0]
   --seed X          seed of the search and of the random data               [1]
+  --confirm K       after tuning, measure each layer's K fastest configurations again, 3
+                    turns each, in turns, and keep the fastest by those (the best of many
+                    noisy measurements is biased low); 0: keep the tuned best        [5]
   --log FILE        tuning log, one JSON line per measurement   [tune_resnet18.jsonl]
   --resume          continue a killed run from its log instead of starting a new one: with
                     the same options and --seed it replays the logged measurements and ends
@@ -61,7 +65,7 @@ constexpr const auto& resnet18_weights = tunekit::cpu::resnet18_conv2d_occurrenc
 
 struct Setup {
   std::string scheduler, tuner, log;
-  std::size_t budget, slot, workers;
+  std::size_t budget, slot, workers, confirm;
   double seconds;
   int threads;
   std::uint64_t seed;
@@ -80,6 +84,31 @@ struct SlotPrinter {
     std::fflush(stdout);
   }
 };
+
+// The confirmation after the run (Setup::confirm): each layer's fastest configurations measured
+// again in this process with its tuner's evaluator (tunekit::confirm_tasks); prints each layer's
+// tuned and confirmed latency and the objective by the confirmed ones. Nothing is logged: a
+// resumed run confirms again.
+template <class MT>
+void confirm_layers(MT& mt, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>& kernels,
+                    const std::vector<std::string>& names, const Setup& s, tunekit::Rng& rng) {
+  const auto confirmed = tunekit::confirm_tasks(mt, kernels, rng, {.top = s.confirm});
+  std::printf("\nconfirming: each layer's %zu fastest configurations measured again, 3 turns each, in turns\n",
+              s.confirm);
+  std::printf("%-13s %11s %13s  %s\n", "layer", "tuned ms", "confirmed ms", "kept configuration");
+  double objective = 0.0;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const auto* b = mt.tuner(i).history().best();
+    const bool ok = !confirmed[i].empty() && confirmed[i].front().status == tunekit::Status::ok;
+    // The confirmed latency of the kept config; a layer none of whose candidates could be
+    // measured again keeps its tuned best at its tuned latency.
+    const double ms = ok ? confirmed[i].front().median * 1e3 : b->measurement.mean * 1e3;
+    objective += resnet18_weights[i] * ms;
+    std::printf("%-13s %11.4f %13.4f  %s\n", names[i].c_str(), b->measurement.mean * 1e3, ms,
+                kernels[i]->space().describe(ok ? confirmed[i].front().trial.config : b->config).c_str());
+  }
+  std::printf("\nobjective by the confirmed latencies: %.4f ms\n", objective);
+}
 
 template <class TunerT>
 int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>& kernels,
@@ -135,6 +164,7 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
                 b ? kernels[i]->space().describe(b->config).c_str() : "-");
   }
   std::printf("\nobjective (sum of weight x best latency): %.4f ms\n", r.objective * 1e3);
+  if (s.confirm > 0 && std::isfinite(r.objective)) confirm_layers(mt, kernels, names, s, rng);
   return 0;
 }
 
@@ -149,12 +179,13 @@ int main(int argc, char** argv) {
   s.budget = cl.count("--budget", 1200);
   s.seconds = cl.real("--seconds", 150);
   s.slot = cl.count("--slot", 16);
-  s.workers = cl.count("--workers", 0);
+  s.workers = cl.natural("--workers", 0);
   if (s.workers > 0 && examples::MpiRun::active())
     cl.fail("--workers is for local worker processes; under mpirun the other ranks measure");
   const std::size_t cores = static_cast<std::size_t>(omp_get_num_procs());
   s.threads = static_cast<int>(cl.count("--threads", std::max<std::size_t>(1, cores / std::max<std::size_t>(1, s.workers))));
   s.seed = cl.count("--seed", 1);
+  s.confirm = cl.natural("--confirm", 5);
   s.log = cl.text("--log", "tune_resnet18.jsonl");
   s.resume = cl.flag("--resume");
   cl.reject_unknown();

@@ -108,6 +108,11 @@ best of many noisy configs lies below it): what the tuned model would run.
   --summary-json FILE    the summary as JSON: per seed the final objective and the simulated
                          seconds to reach 1.05x and 1.01x of it, the final recorded objective
                          and the seconds to 1.05x and 1.01x of the optimum by it; their medians
+  --confirm K            after each run, measure each task's K fastest configs again, 3 turns,
+                         in turns, and keep the fastest by them (tunekit::confirm_tasks, as
+                         the tuning programs' --confirm); the summary adds the recorded
+                         objective of the confirmed configs and the seconds the confirmation
+                         took; 0: none                                            [0]
 )";
 
 struct Args {
@@ -120,7 +125,7 @@ struct Args {
   std::vector<std::string> datasets;
   std::string scheduler;
   std::vector<double> weights, flops;
-  std::size_t slot;
+  std::size_t slot, confirm;
   bool multi;
 };
 
@@ -168,6 +173,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.multi = a.datasets.size() > 1 || !a.scheduler.empty();
   if (a.scheduler.empty()) a.scheduler = "round-robin";
   a.slot = cl.count("--slot", 16);
+  a.confirm = cl.natural("--confirm", 0);
   a.weights = number_list(cl, "--weights", a.datasets.size(), 1.0);
   a.flops = number_list(cl, "--flops", a.datasets.size(), 0.0);
   a.tuner = cl.text("--tuner", std::string(tunekit::default_preset));
@@ -186,7 +192,7 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.quiet = cl.flag("--quiet");
   a.log = cl.text("--log", "");
   a.resume = cl.flag("--resume");
-  a.workers = cl.count("--workers", 0);
+  a.workers = cl.natural("--workers", 0);
   a.sleep = cl.real("--sleep", 0.0);
   a.worker_timeout = cl.real("--worker-timeout", std::numeric_limits<double>::infinity());
   cl.reject_unknown();
@@ -197,8 +203,8 @@ Args parse(tunekit::cli::CommandLine& cl) {
   if (a.dataset.empty()) cl.fail("--dataset is required");
   if (!a.log.empty() && (a.seeds != 1 || a.multi)) cl.fail("--log is for a single-task replay with --seeds 1");
   if (a.resume && a.log.empty()) cl.fail("--resume needs --log FILE");
-  if (!a.multi && (cl.given("--weights") || cl.given("--flops") || cl.given("--slot")))
-    cl.fail("--weights, --flops and --slot are for a multi-task replay (several --dataset or --scheduler)");
+  if (!a.multi && (cl.given("--weights") || cl.given("--flops") || cl.given("--slot") || cl.given("--confirm")))
+    cl.fail("--weights, --flops, --slot and --confirm are for a multi-task replay (several --dataset or --scheduler)");
   for (double w : a.weights)
     if (!(w > 0)) cl.fail("--weights must be positive");
   if (a.multi) {
@@ -274,7 +280,8 @@ tunekit::MultiTaskTrace run_multi_one(std::span<tunekit::ReplayKernel> kernels,
     return tunekit::trace_multi_task<TunerT>(
         kernels, tasks, tunekit::make_scheduler(a.scheduler),
         {.budget = {.trials = a.budget}, .slot_trials = a.slot, .plan_size = a.plan_size}, farm, rng,
-        {.evaluator = std::move(evaluator)});
+        {.evaluator = std::move(evaluator)},
+        a.confirm > 0 ? std::optional<tunekit::ConfirmParams>({.top = a.confirm}) : std::nullopt);
   });
 }
 
@@ -388,6 +395,8 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
     // The same on the recorded objective (MultiTaskTrace::recorded_objective), to 1.05x and 1.01x
     // of the datasets' optimum.
     std::vector<double> final_rec_ms, rec105, rec101;
+    // With --confirm: the recorded objective of the confirmed configs, and the confirmation's seconds.
+    std::vector<double> confirmed_ms, confirm_seconds;
     std::vector<std::vector<double>> slots_per_task(kernels.size());
     for (std::size_t seed = 0; seed < args.seeds; ++seed) {
       tunekit::Rng rng(seed);
@@ -402,6 +411,8 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
       rec101.push_back(t.recorded_seconds_to(1.01, optimum * 1e-3));
       wall.push_back(t.wall_seconds);
       sched.push_back(t.scheduler_seconds);
+      confirmed_ms.push_back(t.confirmed_recorded_objective * 1e3);
+      confirm_seconds.push_back(t.confirm_seconds);
       std::vector<std::size_t> slots(kernels.size(), 0);
       for (std::size_t k : t.slot_tasks) ++slots[k];
       for (std::size_t k = 0; k < slots.size(); ++k) slots_per_task[k].push_back(static_cast<double>(slots[k]));
@@ -415,8 +426,9 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
         }
       if (!args.quiet) {
         std::cerr << "  seed " << seed << ": final objective " << final_ms.back() << " ms (recorded "
-                  << final_rec_ms.back() << " ms), 1.05x at "
-                  << to105.back() << " s, 1.01x at " << to101.back() << " s; slots per task";
+                  << final_rec_ms.back() << " ms";
+        if (args.confirm > 0) std::cerr << ", confirmed " << confirmed_ms.back() << " ms";
+        std::cerr << "), 1.05x at " << to105.back() << " s, 1.01x at " << to101.back() << " s; slots per task";
         for (std::size_t s : slots) std::cerr << ' ' << s;
         std::cerr << " (" << t.wall_seconds << " s)\n";
       }
@@ -486,6 +498,11 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
     per_seed("final_recorded_objective_ms", final_rec_ms);
     per_seed("recorded_seconds_to_1.05x_optimum", rec105);
     per_seed("recorded_seconds_to_1.01x_optimum", rec101);
+    summary["confirm"] = args.confirm;
+    if (args.confirm > 0) {
+      per_seed("confirmed_recorded_objective_ms", confirmed_ms);
+      per_seed("confirm_seconds", confirm_seconds);
+    }
     nlohmann::json spt = nlohmann::json::array();
     for (const auto& v : slots_per_task) spt.push_back(tunekit::quantile(v, 0.5));
     summary["slots_per_task_median"] = spt;
@@ -501,6 +518,11 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
                 summary["final_recorded_objective_ms_median"].dump().c_str(),
                 summary["recorded_seconds_to_1.05x_optimum_median"].dump().c_str(),
                 summary["recorded_seconds_to_1.01x_optimum_median"].dump().c_str());
+    if (args.confirm > 0)
+      std::printf("confirmed (each task's %zu fastest measured again, 3 turns): recorded objective %s ms, "
+                  "%s simulated seconds of confirmation\n",
+                  args.confirm, summary["confirmed_recorded_objective_ms_median"].dump().c_str(),
+                  summary["confirm_seconds_median"].dump().c_str());
     write_summary(args, summary, cl);
   } catch (const std::exception& e) {
     std::cerr << "tunekit-replay: error: " << e.what() << '\n';

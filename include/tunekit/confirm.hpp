@@ -45,6 +45,9 @@ struct Confirmed {
   /// The first failure of a turn (then `median` is infinity): its status and error text.
   Status status = Status::ok;
   std::string error{};
+  /// The seconds its turns' measurements took (Measurement::cost, summed; simulated on replay
+  /// kernels).
+  double cost = 0.0;
 };
 
 /// Re-measures the `p.top` fastest successful trials of `history` with `evaluator`, `p.turns`
@@ -69,6 +72,7 @@ std::vector<Confirmed> confirm_best(K& kernel, const History& history, E& evalua
       Confirmed& c = out[(turn + j) % out.size()];
       if (c.status != Status::ok) continue;  // failed in an earlier turn: not measured again
       const Measurement m = evaluator.measure(kernel, c.trial.config, rng);
+      c.cost += m.cost;
       if (m.ok()) {
         c.means.push_back(m.mean);
       } else {

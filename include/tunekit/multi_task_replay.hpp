@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,14 @@ struct MultiTaskTrace {
   std::vector<std::size_t> slot_tasks{};
   /// Each task's best latency in seconds at the end.
   std::vector<double> best_latency{};
+  /// With a confirmation (trace_multi_task's `confirm`): each task's config after confirm_tasks
+  /// (the first confirmed candidate; the held one when none could be confirmed), the weighted sum of
+  /// their recorded mean times in seconds (recorded kernels; infinity on live ones or when a task
+  /// never succeeded), and the seconds the confirmation's measurements took, all tasks together.
+  /// Empty, infinity and 0 without one.
+  std::vector<Config> confirmed{};
+  double confirmed_recorded_objective = std::numeric_limits<double>::infinity();
+  double confirm_seconds = 0.0;
   /// The wall-clock seconds of the run, and the part the scheduler took.
   double wall_seconds = 0.0;
   double scheduler_seconds = 0.0;
@@ -107,12 +116,15 @@ std::vector<double> recorded_objective(const MT& mt, Kernels& kernels) {
 
 /// Runs a MultiTaskTuner<SchedulerT, TunerT> to its budget on `kernels` (task i: kernels[i] with
 /// tasks[i]; a range of kernels or of pointers to kernels, as MultiTaskTuner::tune takes) and
-/// returns the trace. On live kernels its measurement seconds are the real ones.
+/// returns the trace. On live kernels its measurement seconds are the real ones. With `confirm`,
+/// each task's fastest trials are measured again after the run (confirm_tasks, on this process;
+/// its measurements draw from `rng` after the run's, so the run's trace is the same without).
 template <class TunerT, class SchedulerT, class Kernels>
 MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> tasks, SchedulerT scheduler,
-                                const MultiTaskOptions& options, Rng& rng, const typename TunerT::Parts& parts = {}) {
+                                const MultiTaskOptions& options, Rng& rng, const typename TunerT::Parts& parts = {},
+                                std::optional<ConfirmParams> confirm = std::nullopt) {
   detail::NoFarm serial;
-  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, serial, rng, parts);
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, serial, rng, parts, confirm);
 }
 
 /// trace_multi_task with the batches measured on a measurement farm (MultiTaskTuner::tune with a
@@ -121,7 +133,9 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
 template <class TunerT, class SchedulerT, class Kernels, class F>
 MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> tasks, SchedulerT scheduler,
                                 const MultiTaskOptions& options, F& farm, Rng& rng,
-                                const typename TunerT::Parts& parts = {}) {
+                                const typename TunerT::Parts& parts = {},
+                                std::optional<ConfirmParams> confirm = std::nullopt) {
+  if (confirm) confirm->validate();
   if (std::size(kernels) != tasks.size())
     throw std::invalid_argument("trace_multi_task: " + std::to_string(std::size(kernels)) + " kernels for " +
                                 std::to_string(tasks.size()) + " tasks");
@@ -140,6 +154,25 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
   trace.slot_tasks = mt.slot_tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
   trace.scheduler_seconds = mt.scheduler_seconds();
+  // A process that only measured for the farm (an MPI rank other than 0) has no run to confirm.
+  if (confirm && !trace.objective.empty()) {
+    const auto confirmed = confirm_tasks(mt, kernels, rng, *confirm);
+    double recorded = 0.0;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      for (const Confirmed& c : confirmed[i]) trace.confirm_seconds += c.cost;
+      const Trial* held = mt.tuner(i).history().best();
+      const Trial* pick = !confirmed[i].empty() && confirmed[i].front().status == Status::ok
+                              ? &confirmed[i].front().trial
+                              : held;
+      trace.confirmed.push_back(pick ? pick->config : Config{});
+      if constexpr (requires(const Config& c) { detail::kernel_of(kernels, 0).recorded_ms(c); })
+        recorded += pick ? tasks[i].weight * detail::kernel_of(kernels, i).recorded_ms(pick->config) * 1e-3
+                         : std::numeric_limits<double>::infinity();
+      else
+        recorded = std::numeric_limits<double>::infinity();
+    }
+    trace.confirmed_recorded_objective = recorded;
+  }
   return trace;
 }
 
@@ -147,8 +180,9 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
 template <class TunerT, class SchedulerT>
 MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
                                  SchedulerT scheduler, const MultiTaskOptions& options, Rng& rng,
-                                 const typename TunerT::Parts& parts = {}) {
-  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, rng, parts);
+                                 const typename TunerT::Parts& parts = {},
+                                 std::optional<ConfirmParams> confirm = std::nullopt) {
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, rng, parts, confirm);
 }
 
 /// replay_multi_task with the batches measured on a measurement farm: the same trace.
@@ -156,8 +190,9 @@ template <class TunerT, class SchedulerT, class F>
   requires MeasurementFarm<F>
 MultiTaskTrace replay_multi_task(std::span<ReplayKernel> kernels, std::span<const TaskOptions> tasks,
                                  SchedulerT scheduler, const MultiTaskOptions& options, F& farm, Rng& rng,
-                                 const typename TunerT::Parts& parts = {}) {
-  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, farm, rng, parts);
+                                 const typename TunerT::Parts& parts = {},
+                                 std::optional<ConfirmParams> confirm = std::nullopt) {
+  return trace_multi_task<TunerT>(kernels, tasks, std::move(scheduler), options, farm, rng, parts, confirm);
 }
 
 }  // namespace tunekit

@@ -5,6 +5,7 @@
 /// tasks' best latencies.
 
 #include "tunekit/concepts.hpp"
+#include "tunekit/confirm.hpp"
 #include "tunekit/tuner.hpp"
 
 #include <algorithm>
@@ -430,5 +431,25 @@ class MultiTaskTuner {
   std::size_t slots_ = 0;
   double scheduler_seconds_ = 0.0;
 };
+
+/// confirm_best for every task of a finished MultiTaskTuner: task i's `p.top` fastest trials
+/// measured again on its kernel (kernels[i], or *kernels[i], as MultiTaskTuner::tune takes them)
+/// with its tuner's evaluator, `p.turns` turns each, tasks one after the other. Returns per task
+/// the candidates fastest first (confirm_best; empty for a task with no successful trial). Each
+/// task's held config, History::best, is the lowest of many noisy means, so it is biased low (the
+/// winner's curse); the first confirmed candidate is the one to run (docs/performance.md,
+/// "Confirming each task's best"). Nothing is added to the histories.
+template <class MT, class Kernels>
+std::vector<std::vector<Confirmed>> confirm_tasks(MT& mt, Kernels& kernels, Rng& rng, ConfirmParams p = {}) {
+  p.validate();
+  if (std::size(kernels) != mt.task_count())
+    throw std::invalid_argument("confirm_tasks: " + std::to_string(std::size(kernels)) + " kernels for " +
+                                std::to_string(mt.task_count()) + " tasks");
+  std::vector<std::vector<Confirmed>> out;
+  out.reserve(mt.task_count());
+  for (std::size_t i = 0; i < mt.task_count(); ++i)
+    out.push_back(confirm_best(detail::kernel_of(kernels, i), mt.tuner(i).history(), mt.tuner(i).evaluator(), rng, p));
+  return out;
+}
 
 }  // namespace tunekit

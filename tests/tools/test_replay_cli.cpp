@@ -192,6 +192,28 @@ TEST_CASE("tunekit-replay replays several datasets as one model with a scheduler
       CHECK(std::any_of(recorded.begin(), recorded.end(), [m](double r) { return std::abs(r - m) <= 1e-5 * m; }));
     }
   }
+  // --confirm K: each run ends by measuring each task's K fastest again; the confirmed configs'
+  // recorded objective is reported per seed, never below the optimum, and the run's own columns
+  // are those of the run without it (the confirmation comes after the run). 0: none.
+  {
+    const auto with = dir / "confirm.json", without = dir / "round-robin.json";
+    REQUIRE(run(base + " --scheduler round-robin --confirm 3 --summary-json " + with.string()) == 0);
+    std::ifstream win(with), woin(without);
+    const auto j = nlohmann::json::parse(win), plain = nlohmann::json::parse(woin);
+    CHECK(j["confirm"] == 3);
+    CHECK(plain["confirm"] == 0);
+    CHECK_FALSE(plain.contains("confirmed_recorded_objective_ms"));
+    CHECK(j["final_recorded_objective_ms"] == plain["final_recorded_objective_ms"]);
+    REQUIRE(j["confirmed_recorded_objective_ms"].size() == 3);
+    for (std::size_t s = 0; s < 3; ++s) {
+      CHECK(j["confirmed_recorded_objective_ms"][s].get<double>() >= j["optimum_objective_ms"].get<double>() * (1 - 1e-9));
+      // 2 tasks x 3 candidates x 3 turns, each measurement at least the 1 s overhead.
+      CHECK(j["confirm_seconds"][s].get<double>() >= 18.0);
+    }
+    CHECK(run(base + " --confirm 0") == 0);
+    CHECK(run(base + " --confirm -1") != 0);
+    CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + data + "gemm_RTX_3090.csv --confirm 2") != 0);  // single task
+  }
   CHECK(run(base + " --scheduler nope") != 0);
   CHECK(run(base + " --weights 1") != 0);
   CHECK(run(base + " --weights 1,0") != 0);

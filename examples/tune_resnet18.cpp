@@ -51,9 +51,9 @@ const char* const usage_tail = R"(  --budget T        configurations to measure,
   --workers W       measure each slot's rounds on W worker processes, each pinned to
                     1/W of the cores (docs/farm.md): the same trials, W at a time  [0]
   --seed X          seed of the search and of the random data               [1]
-  --confirm K       after tuning, measure each layer's K fastest configurations again, 3
-                    turns each, in turns, and keep the fastest by those (the best of many
-                    noisy measurements is biased low); 0: keep the tuned best        [5]
+  --confirm K       after tuning, measure each layer's K fastest configurations
+                    again, 3 turns each, in turns, and keep the fastest by those (the
+                    best of many noisy measurements is biased low); 0: none [5]
   --log FILE        tuning log, one JSON line per measurement   [tune_resnet18.jsonl]
   --resume          continue a killed run from its log instead of starting a new one: with
                     the same options and --seed it replays the logged measurements and ends

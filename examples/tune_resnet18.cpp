@@ -99,13 +99,13 @@ void confirm_layers(MT& mt, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKern
   double objective = 0.0;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const auto* b = mt.tuner(i).history().best();
-    const bool ok = !confirmed[i].empty() && confirmed[i].front().status == tunekit::Status::ok;
     // The confirmed latency of the kept config; a layer none of whose candidates could be
     // measured again keeps its tuned best at its tuned latency.
-    const double ms = ok ? confirmed[i].front().median * 1e3 : b->measurement.mean * 1e3;
+    const auto* kept = tunekit::first_confirmed(confirmed[i]);
+    const double ms = (kept ? kept->median : b->measurement.mean) * 1e3;
     objective += resnet18_weights[i] * ms;
     std::printf("%-13s %11.4f %13.4f  %s\n", names[i].c_str(), b->measurement.mean * 1e3, ms,
-                kernels[i]->space().describe(ok ? confirmed[i].front().trial.config : b->config).c_str());
+                kernels[i]->space().describe(kept ? kept->trial.config : b->config).c_str());
   }
   std::printf("\nobjective by the confirmed latencies: %.4f ms\n", objective);
 }

@@ -217,7 +217,7 @@ void confirm(K& kernel, const TunerT& tuner, const TuningSetup& s, tunekit::Rng&
     std::printf("%zu. %12.1f %s  %s\n", i + 1, c.trial.measurement.throughput(flop) / 1e9, now,
                 kernel.space().describe(c.trial.config).c_str());
   }
-  if (!confirmed.empty() && confirmed.front().status == tunekit::Status::ok) out.result.best = confirmed.front().trial;
+  if (const auto* kept = tunekit::first_confirmed(confirmed)) out.result.best = kept->trial;
 }
 
 template <class TunerT, class K>

@@ -91,4 +91,10 @@ std::vector<Confirmed> confirm_best(K& kernel, const History& history, E& evalua
   return out;
 }
 
+/// The candidate to keep from confirm_best's answer: the fastest confirmed one, or nullptr when
+/// there is none or it failed in a turn (then the run's own best stands).
+inline const Confirmed* first_confirmed(const std::vector<Confirmed>& confirmed) {
+  return !confirmed.empty() && confirmed.front().status == Status::ok ? &confirmed.front() : nullptr;
+}
+
 }  // namespace tunekit

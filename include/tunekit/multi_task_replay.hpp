@@ -149,7 +149,9 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
   MultiTaskTrace trace;
   trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   trace.objective = mt.objective_history();
-  if constexpr (requires(const Config& c) { detail::kernel_of(kernels, 0).recorded_ms(c); })
+  // Recorded kernels (ReplayKernel) price configs at their recorded means; live ones cannot.
+  constexpr bool recorded_kernels = requires(const Config& c) { detail::kernel_of(kernels, 0).recorded_ms(c); };
+  if constexpr (recorded_kernels)
     trace.recorded_objective = detail::recorded_objective(mt, kernels);
   trace.slot_tasks = mt.slot_tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) trace.best_latency.push_back(mt.best_latency(i));
@@ -160,18 +162,14 @@ MultiTaskTrace trace_multi_task(Kernels& kernels, std::span<const TaskOptions> t
     double recorded = 0.0;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       for (const Confirmed& c : confirmed[i]) trace.confirm_seconds += c.cost;
-      const Trial* held = mt.tuner(i).history().best();
-      const Trial* pick = !confirmed[i].empty() && confirmed[i].front().status == Status::ok
-                              ? &confirmed[i].front().trial
-                              : held;
+      const Confirmed* kept = first_confirmed(confirmed[i]);
+      const Trial* pick = kept ? &kept->trial : mt.tuner(i).history().best();
       trace.confirmed.push_back(pick ? pick->config : Config{});
-      if constexpr (requires(const Config& c) { detail::kernel_of(kernels, 0).recorded_ms(c); })
+      if constexpr (recorded_kernels)
         recorded += pick ? tasks[i].weight * detail::kernel_of(kernels, i).recorded_ms(pick->config) * 1e-3
                          : std::numeric_limits<double>::infinity();
-      else
-        recorded = std::numeric_limits<double>::infinity();
     }
-    trace.confirmed_recorded_objective = recorded;
+    if constexpr (recorded_kernels) trace.confirmed_recorded_objective = recorded;
   }
   return trace;
 }

@@ -144,7 +144,7 @@ TEST_CASE("multi-task replay: confirming each task's fastest configs after the r
   double optimum = 0.0;
   for (const auto& k : kernels) optimum += k.optimum_ms() * 1e-3;
   double held = 0.0, confirmed = 0.0, any_of_five = 0.0;
-  const int seeds = 9;
+  const std::uint64_t seeds = 9;
   for (std::uint64_t seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
     // The mechanism, on the tuner itself.
@@ -172,9 +172,9 @@ TEST_CASE("multi-task replay: confirming each task's fastest configs after the r
         CHECK(c[i][j].cost > 0);
         if (j > 0) CHECK(c[i][j - 1].median <= c[i][j].median);
       }
-      held += kernels[i].recorded_ms(mt.tuner(i).history().best()->config) * 1e-3 / seeds;
-      confirmed += kernels[i].recorded_ms(c[i].front().trial.config) * 1e-3 / seeds;
-      any_of_five += five / seeds;
+      held += kernels[i].recorded_ms(mt.tuner(i).history().best()->config) * 1e-3 / static_cast<double>(seeds);
+      confirmed += kernels[i].recorded_ms(c[i].front().trial.config) * 1e-3 / static_cast<double>(seeds);
+      any_of_five += five / static_cast<double>(seeds);
     }
     // The same through the trace (two seeds): the run's trace is the same as without a
     // confirmation, and the confirmed configs and their recorded objective are confirm_tasks's.

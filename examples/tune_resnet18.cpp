@@ -92,9 +92,10 @@ struct SlotPrinter {
 template <class MT>
 void confirm_layers(MT& mt, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>& kernels,
                     const std::vector<std::string>& names, const Setup& s, tunekit::Rng& rng) {
-  const auto confirmed = tunekit::confirm_tasks(mt, kernels, rng, {.top = s.confirm});
-  std::printf("\nconfirming: each layer's %zu fastest configurations measured again, 3 turns each, in turns\n",
-              s.confirm);
+  const tunekit::ConfirmParams p{.top = s.confirm};
+  const auto confirmed = tunekit::confirm_tasks(mt, kernels, rng, p);
+  std::printf("\nconfirming: each layer's %zu fastest configurations measured again, %zu turns each, in turns\n",
+              p.top, p.turns);
   std::printf("%-13s %11s %13s  %s\n", "layer", "tuned ms", "confirmed ms", "kept configuration");
   double objective = 0.0;
   for (std::size_t i = 0; i < kernels.size(); ++i) {

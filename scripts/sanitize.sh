@@ -83,8 +83,8 @@ if [[ $what == address || $what == all ]]; then
   #   2 cores, which CI's 30 minutes cannot hold; tpe-gp-rf-restarts against tpe-gp-rf over 40
   #   seeds of 400 trials (12 s in Release, measured on its own); and the confirmation of each
   #   task's best after 9 multi-task runs of the default search (6 s in Release; the confirmation
-  #   itself runs under ASan in tunekit-replay's multi-task test, --confirm 3). They repeat over 7-40 seeds the
-  #   presets and schedulers that shorter cases run under ASan once (test_tuner's exact
+  #   itself runs under ASan in tunekit-replay's multi-task test, --confirm 3). They repeat over
+  #   7-40 seeds the presets and schedulers that shorter cases run under ASan once (test_tuner's exact
   #   re-execution of random, AutoTVM and PPO; the kill-and-resume test; the forest, annealing,
   #   contextual annealing, adaptive evaluator, k-means sampler and scheduler cases; TreeParzen's
   #   restart cases).

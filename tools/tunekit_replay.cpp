@@ -519,9 +519,10 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
                 summary["recorded_seconds_to_1.05x_optimum_median"].dump().c_str(),
                 summary["recorded_seconds_to_1.01x_optimum_median"].dump().c_str());
     if (args.confirm > 0)
-      std::printf("confirmed (each task's %zu fastest measured again, 3 turns): recorded objective %s ms, "
+      std::printf("confirmed (each task's %zu fastest measured again, %zu turns): recorded objective %s ms, "
                   "%s simulated seconds of confirmation\n",
-                  args.confirm, summary["confirmed_recorded_objective_ms_median"].dump().c_str(),
+                  args.confirm, tunekit::ConfirmParams{}.turns,
+                  summary["confirmed_recorded_objective_ms_median"].dump().c_str(),
                   summary["confirm_seconds_median"].dump().c_str());
     write_summary(args, summary, cl);
   } catch (const std::exception& e) {

@@ -60,6 +60,8 @@ const char* const usage_tail = R"(  --budget T        configurations to measure,
                     as the uninterrupted run would have (when --budget ends it, not --seconds)
   --help            this text
 )";
+// The --confirm text above states ConfirmParams' turns as a number.
+static_assert(tunekit::ConfirmParams{}.turns == 3, "the --confirm help text says 3 turns");
 
 constexpr const auto& resnet18_weights = tunekit::cpu::resnet18_conv2d_occurrences;
 

@@ -113,7 +113,8 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--tuner NAME", "the preset, one of (docs/concepts.md):", d.tuner);
   text += tunekit::preset_help(20);
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
-  line("--confirm K", "measure the K fastest again, 3 turns, keep the fastest", std::to_string(d.confirm));
+  line("--confirm K", "measure the K fastest again, " + std::to_string(tunekit::ConfirmParams{}.turns) + " turns, keep the fastest",
+       std::to_string(d.confirm));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
   if (d.cuda)
@@ -197,14 +198,15 @@ struct TuningOutcome {
 };
 
 /// The confirmation after a run (TuningSetup::confirm): the s.confirm fastest configurations
-/// measured again in this process with the preset's evaluator, 3 turns, in turns; prints them and
-/// makes the fastest confirmed one the result. Nothing is logged: a resumed run confirms again.
+/// measured again in this process with the preset's evaluator, ConfirmParams' turns (3), in turns;
+/// prints them and makes the fastest confirmed one the result. Nothing is logged: a resumed run
+/// confirms again.
 template <class TunerT, class K>
 void confirm(K& kernel, const TunerT& tuner, const TuningSetup& s, tunekit::Rng& rng, TuningOutcome& out) {
   auto evaluator = tunekit::preset_evaluator<TunerT>(s.evaluator, s.adaptive);
   const auto confirmed = tunekit::confirm_best(kernel, tuner.history(), evaluator, rng, {.top = s.confirm});
-  std::printf("\nconfirming: the %zu fastest configurations measured again, 3 turns each, in turns\n",
-              confirmed.size());
+  std::printf("\nconfirming: the %zu fastest configurations measured again, %zu turns each, in turns\n",
+              confirmed.size(), tunekit::ConfirmParams{}.turns);
   std::printf("   %12s %12s  %s\n", "tuned GFLOPS", "confirmed", "configuration");
   const double flop = kernel.flop();
   for (std::size_t i = 0; i < confirmed.size(); ++i) {

@@ -114,6 +114,8 @@ best of many noisy configs lies below it): what the tuned model would run.
                          objective of the confirmed configs and the seconds the confirmation
                          took; 0: none                                            [0]
 )";
+// The --confirm text above states ConfirmParams' turns as a number.
+static_assert(tunekit::ConfirmParams{}.turns == 3, "the --confirm help text says 3 turns");
 
 struct Args {
   std::string dataset, tuner, evaluator, out, summary_json, log;
@@ -675,9 +677,15 @@ int main(int argc, char** argv) {
                 tunekit::quantile(p, 0.75), baseline.budget_seconds, baseline.seconds_per_config);
     summary["measure_seconds_to_95_median"] = median_or_null(t95);
     summary["measure_seconds_median"] = median_or_null(t_total);
+    auto seconds_text = [](const nlohmann::json& s) {  // 0.1 s; null: not reached by half the seeds
+      if (s.is_null()) return std::string("null");
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", s.get<double>());
+      return std::string(buf);
+    };
     std::printf("simulated measurement seconds to 0.95: %s, in all: %s (median over seeds)\n",
-                summary["measure_seconds_to_95_median"].dump().c_str(),
-                summary["measure_seconds_median"].dump().c_str());
+                seconds_text(summary["measure_seconds_to_95_median"]).c_str(),
+                seconds_text(summary["measure_seconds_median"]).c_str());
 
     write_summary(args, summary, cl);
   } catch (const std::exception& e) {

@@ -3,8 +3,8 @@
 // docs/python.md describes the Python API.
 //
 // Configs cross the boundary as dicts {knob name: value}: an integer for ordinal, range,
-// power-of-two and boolean knobs, the label (str) for a categorical knob, the tuple of factors for
-// a split knob. A tuner is one of the registry's presets (preset_registry.hpp) behind a virtual
+// power-of-two and boolean knobs, the label (str) for a categorical or ranked knob (Knob::ranked:
+// a replayed Kernel Tuner parameter of floats), the tuple of factors for a split knob. A tuner is one of the registry's presets (preset_registry.hpp) behind a virtual
 // interface, so every preset is reachable by its name. The GIL is released while a tuner searches
 // (ask, tune, replay); a Python constraint takes it back for each call.
 
@@ -86,23 +86,22 @@ struct PythonCallable {
 
 // A knob's value as Python sees it.
 py::object knob_value(const Knob& k, std::size_t i) {
-  switch (k.kind()) {
-    case KnobKind::categorical: return py::str(k.label(i));
-    case KnobKind::split: return py::tuple(py::cast(k.factors(i)));
-    default: return py::int_(k.value(i));
-  }
+  if (k.labelled()) return py::str(k.label(i));  // categorical and ranked knobs
+  if (k.kind() == KnobKind::split) return py::tuple(py::cast(k.factors(i)));
+  return py::int_(k.value(i));
 }
 
 // The index of a Python value among a knob's values; ValueError naming the knob otherwise.
 std::uint32_t knob_index_of(const Knob& k, const py::handle& v) {
   try {
     std::size_t i = 0;
-    switch (k.kind()) {
-      case KnobKind::categorical: i = k.index_of_label(v.cast<std::string>()); break;
-      case KnobKind::split: i = k.index_of_factors(v.cast<std::vector<std::int64_t>>()); break;
-      default:
-        if (py::isinstance<py::float_>(v)) throw py::cast_error();
-        i = k.index_of(v.cast<std::int64_t>());
+    if (k.labelled()) {  // categorical and ranked knobs
+      i = k.index_of_label(v.cast<std::string>());
+    } else if (k.kind() == KnobKind::split) {
+      i = k.index_of_factors(v.cast<std::vector<std::int64_t>>());
+    } else {
+      if (py::isinstance<py::float_>(v)) throw py::cast_error();
+      i = k.index_of(v.cast<std::int64_t>());
     }
     if (i >= k.size()) throw py::cast_error();  // the index_of* give size() for a value not there
     return static_cast<std::uint32_t>(i);

@@ -2,6 +2,7 @@
 
 import csv
 import itertools
+import json
 import subprocess
 import threading
 import time
@@ -293,6 +294,27 @@ def test_a_kernel_tuner_cache_replays_as_in_tunekit_replay(vendor, replay_bin, t
         trace = tk.replay(kernel, "tpe-local", 10, seed)
         assert [kernel.space.describe(t.config) for t in trace.trials] == cli[seed]
         assert trace.found[-1] == max(kernel.optimum_ms / kernel.recorded_ms(t.config) for t in trace.trials)
+
+
+def test_a_kernel_tuner_cache_of_floats_and_strings(tmp_path):
+    # As Kernel Tuner's hyperparameter-tuning caches have: a float (pso's w), a string (a method).
+    entries = {}
+    for w in (0.75, 0.25, 0.5):
+        for m, method in enumerate(("Powell", "COBYLA")):
+            t = 1.0 + 4 * abs(w - 0.5) + m
+            entries[f"{w},{method}"] = {"w": w, "method": method, "time": t, "times": [t, t]}
+    cache = tmp_path / "hyper.json"
+    cache.write_text(json.dumps({"tune_params_keys": ["w", "method"],
+                                 "tune_params": {"w": [0.75, 0.25, 0.5], "method": ["Powell", "COBYLA"]},
+                                 "cache": entries}))
+    kernel = tk.ReplayKernel.load(cache)
+    assert kernel.space.knob_values("w") == ["0.25", "0.5", "0.75"]  # ranked by value
+    assert kernel.space.knob_values("method") == ["Powell", "COBYLA"]
+    assert kernel.recorded_ms({"w": "0.75", "method": "COBYLA"}) == 3.0
+    trace = tk.replay(kernel, tk.DEFAULT_PRESET, 6, 0)
+    best = min(trace.trials, key=lambda t: kernel.recorded_ms(t.config))
+    assert best.config == {"w": "0.5", "method": "Powell"}
+    assert trace.found[-1] == 1.0
 
 
 def test_one_tuner_from_several_threads():

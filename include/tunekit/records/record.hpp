@@ -6,9 +6,9 @@
 ///  "samples": [seconds, ...], "mean": s, "std": s, "cost": s, "error": "...",
 ///  "timestamp": "2026-11-20T12:00:00.123Z", "measured_on": {"host": "...", "device": "cuda:1"}}
 /// Config values: a number for ordinal and power-of-two knobs, true/false for booleans, the label
-/// for categorical knobs, the list of factors for split knobs. "mean" and "std" are present for
-/// successful measurements only. "measured_on" is present for measurements made by a farm's
-/// worker (include/tunekit/farm/): the host and device that made it; logs without it load.
+/// for categorical and ranked knobs, the list of factors for split knobs. "mean" and "std" are
+/// present for successful measurements only. "measured_on" is present for measurements made by a
+/// farm's worker (include/tunekit/farm/): the host and device that made it; logs without it load.
 
 #include "tunekit/core/measurement.hpp"
 #include "tunekit/core/status.hpp"
@@ -60,9 +60,11 @@ inline nlohmann::ordered_json config_to_json(const SearchSpace& space, const Con
     const Knob& k = space.knob(i);
     switch (k.kind()) {
       case KnobKind::boolean: j[k.name()] = k.value(c.at(i)) != 0; break;
-      case KnobKind::categorical: j[k.name()] = k.label(c.at(i)); break;
       case KnobKind::split: j[k.name()] = k.factors(c.at(i)); break;
-      default: j[k.name()] = k.value(c.at(i)); break;
+      default:
+        if (k.labelled()) j[k.name()] = k.label(c.at(i));  // categorical and ranked knobs
+        else j[k.name()] = k.value(c.at(i));
+        break;
     }
   }
   return j;
@@ -78,7 +80,7 @@ inline Config config_from_json(const SearchSpace& space, const nlohmann::json& j
     const auto it = j.find(k.name());
     if (it == j.end()) throw RecordError("config lacks knob '" + k.name() + "'");
     std::size_t idx = k.size();
-    if (k.kind() == KnobKind::categorical && it->is_string())
+    if (k.labelled() && it->is_string())
       idx = k.index_of_label(it->get<std::string>());
     else if (k.kind() == KnobKind::split && it->is_array() &&
              std::all_of(it->begin(), it->end(), [](const auto& x) { return x.is_number_integer(); }))

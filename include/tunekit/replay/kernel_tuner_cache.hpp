@@ -21,12 +21,16 @@
 /// The replay's rows: one per cache entry, sorted by parameter values. "time" is the mean time in
 /// ms; "times" the recorded run times in ms (when absent, "time" is the only sample). A "time" of
 /// "InvalidConfig", "CompilationFailedConfig" or "RuntimeFailedConfig" is a failed configuration
-/// (a runtime_error when replayed, like `inf` in a dataset CSV). Parameter values must be
-/// integers (true/false read as 1/0); the replay's space is built from the values in the entries
-/// as for a CSV (ReplayKernel). A cache of a brute-force run replays the whole space; a cache of
-/// a partial search replays only the configurations it measured. The objective and the other
-/// per-entry fields (compile_time, GFLOP/s, ...) are not used. Python's NaN, Infinity and
-/// -Infinity (not JSON; Kernel Tuner's json.dumps writes them for non-finite floats) read as null.
+/// (a runtime_error when replayed, like `inf` in a dataset CSV). A parameter of integers (true
+/// and false read as 1 and 0) is a knob as a CSV column is (ReplayKernel); one of other numbers
+/// (floats) a ranked knob (Knob::ranked: ordered by value, written by its values' JSON text);
+/// one of strings, or of a mix, a categorical knob over its values (a string's text, any other
+/// value's JSON text) in the order tune_params lists them. Each entry's value must be one of
+/// tune_params' (when present; else the values are those of the entries). A cache of a
+/// brute-force run replays the whole space; a cache of a partial search replays only the
+/// configurations it measured. The objective and the other per-entry fields (compile_time,
+/// GFLOP/s, ...) are not used. Python's NaN, Infinity and -Infinity (not JSON; Kernel Tuner's
+/// json.dumps writes them for non-finite floats) read as null.
 
 #include "tunekit/replay/replay_kernel.hpp"
 
@@ -108,6 +112,74 @@ inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v)
   return std::nullopt;
 }
 
+/// The values a Kernel Tuner parameter takes and how the replay's rows hold them: integers (true
+/// and false as 1 and 0) as they are; other finite numbers by their rank (ascending), each
+/// labelled by its JSON text (0.25); anything else (strings, or a mix) by their position in the
+/// order first listed, a string labelled by its text and any other value by its JSON text. A
+/// label may not hold ',', ';' or a line break (config text and tunekit-replay's CSV use them).
+class KernelTunerParameter {
+ public:
+  /// The parameter over `values` (in the order listed, repeats allowed); throws DatasetError
+  /// (prefixed by `where`) when two of them would be labelled alike, or a label holds ',', ';' or
+  /// a line break.
+  KernelTunerParameter(const std::vector<nlohmann::json>& values, const std::string& where) {
+    for (const auto& v : values) {
+      const auto x = kernel_tuner_integer(v);
+      if (!x) break;
+      integers_.push_back(*x);
+    }
+    if (integers_.size() == values.size()) {
+      std::sort(integers_.begin(), integers_.end());
+      return;
+    }
+    integers_.clear();
+    for (const auto& v : values)
+      if (std::none_of(values_.begin(), values_.end(), [&](const auto& w) { return same(v, w); }))
+        values_.push_back(v);
+    labels_.ordered = std::all_of(values_.begin(), values_.end(), [](const auto& v) { return v.is_number(); });
+    if (labels_.ordered)
+      std::sort(values_.begin(), values_.end(),
+                [](const auto& a, const auto& b) { return a.template get<double>() < b.template get<double>(); });
+    for (const auto& v : values_) {
+      labels_.labels.push_back(v.is_string() ? v.template get<std::string>() : v.dump());
+      if (labels_.labels.back().find_first_of(",;\n\r") != std::string::npos)
+        throw DatasetError(where + ": its value " + v.dump() +
+                           " holds a ',', ';' or line break, which a config's text cannot hold");
+    }
+    std::vector<std::string> sorted = labels_.labels;
+    std::sort(sorted.begin(), sorted.end());
+    if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+      throw DatasetError(where + ": two of its values are both written '" + *twice + "'");
+  }
+
+  /// The labels of the values (none for integers).
+  const ReplayLabels& labels() const noexcept { return labels_; }
+
+  /// What the replay's rows hold for the value `v`: the integer, or the position of its label;
+  /// nullopt for a value the parameter does not take.
+  std::optional<std::int64_t> encode(const nlohmann::json& v) const {
+    if (labels_.labels.empty()) {
+      const auto x = kernel_tuner_integer(v);
+      if (!x || !std::binary_search(integers_.begin(), integers_.end(), *x)) return std::nullopt;
+      return x;
+    }
+    for (std::size_t i = 0; i < values_.size(); ++i)
+      if (same(v, values_[i])) return static_cast<std::int64_t>(i);
+    return std::nullopt;
+  }
+
+ private:
+  // Numbers by value (1 and 1.0 alike, as Python compares them), anything else as JSON.
+  static bool same(const nlohmann::json& a, const nlohmann::json& b) {
+    if (a.is_number() && b.is_number()) return a.template get<double>() == b.template get<double>();
+    return a == b;
+  }
+
+  std::vector<std::int64_t> integers_;  // ascending, when every value is an integer
+  std::vector<nlohmann::json> values_;  // otherwise: distinct, in the order of the labels
+  ReplayLabels labels_;
+};
+
 }  // namespace detail
 
 /// A ReplayKernel of the text of a Kernel Tuner cache file; `source` names it in error messages,
@@ -152,30 +224,32 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
   }
   if (names.empty()) throw DatasetError(source + ": 'tune_params_keys' is empty");
 
-  // tune_params, when present: the values each parameter may take.
-  std::vector<std::vector<std::int64_t>> allowed(names.size());
-  bool check_allowed = false;
-  if (const auto tp = doc.find("tune_params"); tp != doc.end()) {
-    if (!tp->is_object()) throw DatasetError(source + ": 'tune_params' is not an object");
-    check_allowed = true;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const auto list = tp->find(names[i]);
-      if (list == tp->end() || !list->is_array())
-        throw DatasetError(source + ": 'tune_params' has no list of values for '" + names[i] + "'");
-      for (const auto& v : *list) {
-        const auto x = detail::kernel_tuner_integer(v);
-        if (!x)
-          throw DatasetError(source + ": 'tune_params' value " + v.dump() + " of '" + names[i] +
-                             "' is not an integer (a replay takes integer parameters only)");
-        allowed[i].push_back(*x);
-      }
-      std::sort(allowed[i].begin(), allowed[i].end());
-    }
-  }
-
   const auto cache = doc.find("cache");
   if (cache == doc.end() || !cache->is_object())
     throw DatasetError(source + ": 'cache' is missing or not an object");
+
+  // Each parameter's values: those of tune_params, when present (the values it may take), else
+  // those of the entries.
+  const auto tp = doc.find("tune_params");
+  const bool has_tune_params = tp != doc.end();
+  if (has_tune_params && !tp->is_object()) throw DatasetError(source + ": 'tune_params' is not an object");
+  std::vector<detail::KernelTunerParameter> params;
+  for (const auto& name : names) {
+    std::vector<nlohmann::json> values;
+    if (has_tune_params) {
+      const auto list = tp->find(name);
+      if (list == tp->end() || !list->is_array())
+        throw DatasetError(source + ": 'tune_params' has no list of values for '" + name + "'");
+      values.assign(list->begin(), list->end());
+    } else {
+      for (const auto& [key, entry] : cache->items()) {
+        if (!entry.is_object()) continue;  // an error the entries' pass below reports
+        if (const auto v = entry.find(name); v != entry.end()) values.push_back(*v);
+      }
+    }
+    params.emplace_back(values, source + ": parameter '" + name + "'");
+  }
+
   std::vector<ReplayRow> rows;
   rows.reserve(cache->size());
   for (const auto& [key, entry] : cache->items()) {
@@ -185,11 +259,8 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
     for (std::size_t i = 0; i < names.size(); ++i) {
       const auto v = entry.find(names[i]);
       if (v == entry.end()) throw DatasetError(where + ": lacks parameter '" + names[i] + "'");
-      const auto x = detail::kernel_tuner_integer(*v);
+      const auto x = params[i].encode(*v);
       if (!x)
-        throw DatasetError(where + ": parameter '" + names[i] + "' = " + v->dump() +
-                           " is not an integer (a replay takes integer parameters only)");
-      if (check_allowed && !std::binary_search(allowed[i].begin(), allowed[i].end(), *x))
         throw DatasetError(where + ": parameter '" + names[i] + "' = " + v->dump() +
                            " is not among its tune_params values");
       r.values.push_back(*x);
@@ -224,7 +295,9 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
   }
   std::sort(rows.begin(), rows.end(),
             [](const ReplayRow& a, const ReplayRow& b) { return a.values < b.values; });
-  return ReplayKernel::from_rows(names, std::move(rows), source, std::move(options));
+  std::vector<ReplayLabels> labels;
+  for (const auto& p : params) labels.push_back(p.labels());
+  return ReplayKernel::from_rows(names, std::move(rows), source, std::move(options), labels);
 }
 
 /// A ReplayKernel of a Kernel Tuner cache file (see the file comment); the task name is the

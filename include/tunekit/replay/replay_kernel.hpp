@@ -69,9 +69,20 @@ struct ReplayRow {
   std::vector<double> samples_ms{};
 };
 
+/// The values of a dataset's parameter that are not integers (ReplayKernel::from_rows): the rows
+/// hold each value's position among `labels`.
+struct ReplayLabels {
+  /// The values as text, distinct, in their order; empty for a parameter of integers.
+  std::vector<std::string> labels{};
+  /// Whether the labels are ordered (numbers, ascending: a ranked knob, Knob::ranked) or not (a
+  /// categorical knob).
+  bool ordered = false;
+};
+
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
 /// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
-/// power_of_two, the rest ordinal), one constant per single-valued parameter, and a membership
+/// power_of_two, the rest ordinal; labelled values, ReplayLabels, ranked or categorical over the
+/// labels that occur), one constant per single-valued parameter, and a membership
 /// constraint that admits exactly the recorded rows. Each run returns one of the config's
 /// recorded samples, drawn uniformly with the caller's generator, so replayed noise is real.
 /// A row recorded as `inf` is a runtime_error. Simulated cost: the overhead per config plus the
@@ -96,15 +107,27 @@ class ReplayKernel {
   }
 
   /// A dataset given as rows (for readers of other formats, e.g. kernel_tuner_cache.hpp);
-  /// `source` names it in error messages. Throws DatasetError as the CSV readers do.
+  /// `source` names it in error messages. `labels`, empty or one per parameter, names the values
+  /// of the parameters that are not integers. Throws DatasetError as the CSV readers do.
   static ReplayKernel from_rows(const std::vector<std::string>& parameters, std::vector<ReplayRow> rows,
-                                const std::string& source, ReplayOptions options = {}) {
+                                const std::string& source, ReplayOptions options = {},
+                                const std::vector<ReplayLabels>& labels = {}) {
     options.validate();
+    if (!labels.empty() && labels.size() != parameters.size())
+      throw DatasetError(source + ": labels for " + std::to_string(labels.size()) + " parameters, expected " +
+                         std::to_string(parameters.size()));
     ReplayKernel k;
     k.options_ = std::move(options);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      check_row(rows[i], source + ": row " + std::to_string(i + 1));
-    k.build(parameters, std::move(rows), source);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string where = source + ": row " + std::to_string(i + 1);
+      check_row(rows[i], where);
+      for (std::size_t p = 0; p < labels.size() && p < rows[i].values.size(); ++p)
+        if (!labels[p].labels.empty() &&
+            (rows[i].values[p] < 0 || static_cast<std::uint64_t>(rows[i].values[p]) >= labels[p].labels.size()))
+          throw DatasetError(where + ": parameter '" + parameters[p] + "' has no label " +
+                             std::to_string(rows[i].values[p]));
+    }
+    k.build(parameters, std::move(rows), source, labels);
     return k;
   }
 
@@ -282,8 +305,25 @@ class ReplayKernel {
         throw DatasetError(where + ": sample times must be finite and positive");
   }
 
-  void build(const std::vector<std::string>& header, std::vector<ReplayRow> rows,
-             const std::string& source) {
+  /// The knob of a parameter over its distinct values (ascending): of integers, {0, 1} boolean,
+  /// three or more powers of two power_of_two, the rest ordinal; of labelled values (positions
+  /// among `l.labels`), ranked or categorical over the labels that occur, in their order.
+  static Knob knob_of_values(const std::string& name, const std::vector<std::int64_t>& distinct,
+                             const ReplayLabels& l) {
+    if (!l.labels.empty()) {
+      std::vector<std::string> present;
+      for (const auto x : distinct) present.push_back(l.labels[static_cast<std::size_t>(x)]);
+      return l.ordered ? Knob::ranked(name, std::move(present)) : Knob::categorical(name, std::move(present));
+    }
+    if (distinct == std::vector<std::int64_t>{0, 1}) return Knob::boolean(name);
+    const bool pow2 = std::all_of(distinct.begin(), distinct.end(),
+                                  [](std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; });
+    if (pow2 && distinct.size() >= 3) return Knob::power_of_two(name, distinct);
+    return Knob::ordinal(name, distinct);
+  }
+
+  void build(const std::vector<std::string>& header, std::vector<ReplayRow> rows, const std::string& source,
+             const std::vector<ReplayLabels>& labels = {}) {
     const std::size_t n_params = header.size();
     if (n_params == 0) throw DatasetError(source + ": no parameters");
     for (const auto& name : header)
@@ -308,23 +348,18 @@ class ReplayKernel {
       for (const auto& v : values) distinct.push_back(v[i]);
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      if (distinct.size() == 1) {
+      if (distinct.size() == 1) {  // a labelled one: its label's position
         space_.add_constant(header[i], distinct[0]);
         continue;
       }
-      const bool pow2 = std::all_of(distinct.begin(), distinct.end(),
-                                    [](std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; });
       knob_of[i] = static_cast<int>(space_.dimensions());
       try {
-        if (distinct == std::vector<std::int64_t>{0, 1})
-          space_.add(Knob::boolean(header[i]));
-        else if (pow2 && distinct.size() >= 3)
-          space_.add(Knob::power_of_two(header[i], distinct));
-        else
-          space_.add(Knob::ordinal(header[i], distinct));
+        space_.add(knob_of_values(header[i], distinct, i < labels.size() ? labels[i] : ReplayLabels{}));
       } catch (const std::overflow_error& e) {
         throw DatasetError(source + ": too many parameter values for one space (" + e.what() + ")");
       }
+      if (i < labels.size() && !labels[i].labels.empty())  // positions among the labels that occur
+        for (auto& v : values) v[i] = std::lower_bound(distinct.begin(), distinct.end(), v[i]) - distinct.begin();
     }
     if (space_.dimensions() == 0) throw DatasetError(source + ": no parameter takes two values");
 

@@ -25,9 +25,10 @@ enum class KnobKind {
 /// One tunable parameter: a name and a finite, non-empty list of values.
 ///
 /// Numeric kinds hold integer values; a categorical knob holds labels and its numeric value is
-/// the label's position; a split knob holds factor lists, and its numeric value is its first
-/// factor's (use `factors()` for all of them). Made by the named factories, which throw
-/// `std::invalid_argument` naming the knob on bad input.
+/// the label's position (as does a ranked knob, an ordinal one over labelled positions); a split
+/// knob holds factor lists, and its numeric value is its first factor's (use `factors()` for all
+/// of them). Made by the named factories, which throw `std::invalid_argument` naming the knob on
+/// bad input.
 class Knob {
  public:
   /// Most values a knob can hold (a Config stores each knob's value index in 32 bits).
@@ -105,22 +106,19 @@ class Knob {
 
   /// A categorical knob over distinct labels.
   static Knob categorical(std::string name, std::vector<std::string> labels) {
-    Knob k(std::move(name), KnobKind::categorical);
-    if (labels.empty()) throw std::invalid_argument("knob '" + k.name_ + "' has no values");
-    k.check_size(labels.size());
-    std::vector<const std::string*> sorted;
-    sorted.reserve(labels.size());
-    for (const auto& l : labels) sorted.push_back(&l);
-    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return *a < *b; });
-    const auto dup = std::adjacent_find(sorted.begin(), sorted.end(),
-                                        [](auto* a, auto* b) { return *a == *b; });
-    if (dup != sorted.end())
-      throw std::invalid_argument("knob '" + k.name_ + "': duplicate value '" + **dup + "'");
-    k.values_.resize(labels.size());
-    std::iota(k.values_.begin(), k.values_.end(), std::int64_t{0});
-    k.labels_ = std::move(labels);
-    return k;
+    return with_labels(std::move(name), KnobKind::categorical, std::move(labels));
   }
+
+  /// An ordinal knob over ordered values that are not integers (a Kernel Tuner parameter of
+  /// floats, say), given as distinct labels in their order: its values are their positions 0, 1,
+  /// ... (neighbours +-1 position, features the position), and it is written, described and
+  /// parsed by its labels.
+  static Knob ranked(std::string name, std::vector<std::string> labels) {
+    return with_labels(std::move(name), KnobKind::ordinal, std::move(labels));
+  }
+
+  /// Whether the knob's values are written by labels (categorical and ranked knobs).
+  bool labelled() const noexcept { return !labels_.empty(); }
 
   /// AutoTVM's split knob: every ordered way to write `extent` as a product of `parts` positive
   /// factors (only power-of-two factors when `power_of_two_factors`), in lexicographic order.
@@ -159,7 +157,7 @@ class Knob {
   std::int64_t value(std::size_t i) const { return values_.at(i); }
   const std::vector<std::int64_t>& values() const noexcept { return values_; }
 
-  /// The label at index i of a categorical knob.
+  /// The label at index i of a labelled (categorical or ranked) knob.
   const std::string& label(std::size_t i) const { return labels_.at(i); }
   /// The factors at index i of a split knob.
   const std::vector<std::int64_t>& factors(std::size_t i) const { return factors_.at(i); }
@@ -179,7 +177,7 @@ class Knob {
         s += ']';
         return s;
       }
-      default: return std::to_string(value(i));
+      default: return labelled() ? label(i) : std::to_string(value(i));
     }
   }
 
@@ -188,7 +186,7 @@ class Knob {
     return static_cast<std::size_t>(std::find(values_.begin(), values_.end(), v) -
                                     values_.begin());
   }
-  /// Index of a categorical label, or size() when absent.
+  /// Index of a label of a labelled knob, or size() when absent.
   std::size_t index_of_label(const std::string& l) const {
     return static_cast<std::size_t>(std::find(labels_.begin(), labels_.end(), l) -
                                     labels_.begin());
@@ -209,6 +207,25 @@ class Knob {
  private:
   Knob(std::string name, KnobKind kind) : name_(std::move(name)), kind_(kind) {
     if (name_.empty()) throw std::invalid_argument("a knob needs a non-empty name");
+  }
+
+  // A knob of `kind` over distinct labels, its values their positions.
+  static Knob with_labels(std::string name, KnobKind kind, std::vector<std::string> labels) {
+    Knob k(std::move(name), kind);
+    if (labels.empty()) throw std::invalid_argument("knob '" + k.name_ + "' has no values");
+    k.check_size(labels.size());
+    std::vector<const std::string*> sorted;
+    sorted.reserve(labels.size());
+    for (const auto& l : labels) sorted.push_back(&l);
+    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return *a < *b; });
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end(),
+                                        [](auto* a, auto* b) { return *a == *b; });
+    if (dup != sorted.end())
+      throw std::invalid_argument("knob '" + k.name_ + "': duplicate value '" + **dup + "'");
+    k.values_.resize(labels.size());
+    std::iota(k.values_.begin(), k.values_.end(), std::int64_t{0});
+    k.labels_ = std::move(labels);
+    return k;
   }
 
   void check_values() const {

@@ -571,7 +571,8 @@ PYBIND11_MODULE(_tunekit, m) {
   py::class_<tunekit::ReplayKernel>(m, "ReplayKernel", "A recorded tuning space replayed offline")
       .def_static("load", &load_dataset, py::arg("path"), py::arg("overhead") = 1.0, py::arg("flop") = 0.0,
                   py::arg("name") = "",
-                  "A dataset CSV (shared/datasets) or a Kernel Tuner cache file (.json), as tunekit-replay loads them")
+                  "A dataset CSV (shared/datasets), or a Kernel Tuner cache file or T4 results file (.json), as "
+                  "tunekit-replay loads them")
       .def_property_readonly("space", [](const tunekit::ReplayKernel& k) {
         return PySpace{k.space(), std::make_shared<PythonErrorSlot>()};
       })

@@ -44,7 +44,8 @@ runs the same command line, e.g. mpirun -np 5 tunekit-replay --dataset FILE.csv.
 
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
-                         Kernel Tuner cache file FILE.json (docs/getting-started.md) (required)
+                         Kernel Tuner cache file or T4 results file FILE.json
+                         (docs/getting-started.md) (required)
 )";
 
 // The --tuner line, whose default is the library's (default_preset).

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -159,7 +160,82 @@ std::string labelled_cache(const nlohmann::json& tune_params) {
   return doc.dump();
 }
 
+// The same space as a T4 results file, as Kernel Tuner's store_output_file writes one (keys in
+// tune_params' order, times in milliseconds) in an order of its own; every result of popsize 10
+// and w = 0.75 failed ("compile"), and one time measurement is given in seconds.
+std::string labelled_t4() {
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  const std::vector<std::string> methods{"Powell", "COBYLA", "L-BFGS-B"};
+  for (const int popsize : {20, 10})
+    for (const double w : {0.5, 0.25, 0.75})
+      for (std::size_t m = 0; m < methods.size(); ++m) {
+        const double t = 1.0 + 4.0 * std::abs(w - 0.5) + static_cast<double>(m) + (popsize == 10 ? 0.5 : 0.0);
+        nlohmann::ordered_json r;
+        r["timestamp"] = "2025-03-17 07:10:18.518878+00:00";
+        r["configuration"] = {{"w", w}, {"method", methods[m]}, {"popsize", popsize}};
+        const bool failed = popsize == 10 && w == 0.75;
+        r["times"] = {{"compilation", 25.7}, {"runtimes", failed ? nlohmann::ordered_json::array() : nlohmann::ordered_json{t, t}}};
+        r["invalidity"] = failed ? "compile" : "correct";
+        r["correctness"] = 1;
+        if (popsize == 10 && w == 0.5 && m == 2)
+          r["measurements"] = {{{"name", "time"}, {"value", t / 1000}, {"unit", "s"}}};
+        else
+          r["measurements"] = {{{"name", "time"}, {"value", failed ? nlohmann::ordered_json("CompilationFailedConfig") : nlohmann::ordered_json(t)}, {"unit", "ms"}}};
+        r["objectives"] = {"time"};
+        results.push_back(r);
+      }
+  return nlohmann::ordered_json{{"results", results}, {"schema_version", "1.0.0"}, {"metadata", {{"timeunit", "milliseconds"}}}}.dump();
+}
+
 }  // namespace
+
+TEST_CASE("a T4 results file replays as the Kernel Tuner cache of the same runs") {
+  const auto t4 = from_cache_text(labelled_t4());
+  const auto kt = from_cache_text(labelled_cache(nlohmann::json{
+      {"w", {0.75, 0.25, 0.5}}, {"method", {"Powell", "COBYLA", "L-BFGS-B"}}, {"popsize", {10, 20}}}));
+  const auto& s = t4.space();
+  REQUIRE(s.dimensions() == 3);
+  // The parameters in the first configuration's order (not sorted), the strings in the order met.
+  CHECK(s.knob(0).name() == "w");
+  CHECK(s.knob(1).name() == "method");
+  CHECK(s.knob(1).label(0) == "Powell");
+  CHECK(s.knob(2).name() == "popsize");
+  CHECK(t4.row_count() == 18);
+  CHECK(t4.failed_count() == 3);
+  CHECK(t4.optimum_ms() == 1.0);
+  // Every config the cache has, at the same time, but the three that failed here.
+  for (const auto& c : kt.recorded_configs()) {
+    const auto text = kt.space().describe(c);
+    CAPTURE(text);
+    const double ms = t4.recorded_ms(s.parse(text));
+    if (text.starts_with("w=0.75") && text.ends_with("popsize=10")) CHECK(std::isinf(ms));
+    else CHECK(ms == doctest::Approx(kt.recorded_ms(c)).epsilon(1e-12));
+  }
+  // The runtimes are the samples.
+  tunekit::Rng rng(1);
+  for (const double x : t4.run(s.parse("w=0.25;method=COBYLA;popsize=20"), 5, rng).seconds) CHECK(x == 3.0e-3);
+
+  // Malformed results are errors naming the result.
+  auto t4_error = [](const std::function<void(nlohmann::ordered_json&)>& change) {
+    auto doc = nlohmann::ordered_json::parse(labelled_t4());
+    change(doc);
+    return cache_error_of(doc.dump());
+  };
+  CHECK(t4_error([](auto& d) { d["results"][2]["invalidity"] = "slow"; }) ==
+        "mem.json: result 3: 'invalidity' is the unknown \"slow\"");
+  CHECK(t4_error([](auto& d) { d["results"][4].erase("configuration"); }) == "mem.json: result 5: lacks 'configuration'");
+  CHECK(t4_error([](auto& d) { d["results"][1]["configuration"].erase("popsize"); }) ==
+        "mem.json: result 2: 2 parameters, result 1 has 3");
+  CHECK(t4_error([](auto& d) { d["metadata"]["timeunit"] = "fortnights"; }) ==
+        "mem.json: 'timeunit' \"fortnights\" is not a time unit");
+  CHECK(t4_error([](auto& d) { d["results"][0]["times"]["runtimes"] = {1.0, -1.0}; }) ==
+        "mem.json: result 1: 'runtimes' holds -1.0, not a finite positive time");
+  CHECK(t4_error([](auto& d) {
+          d["results"][0]["times"].erase("runtimes");
+          d["results"][0].erase("measurements");
+        }) == "mem.json: result 1: a correct result needs a 'time' measurement or runtimes");
+  CHECK(t4_error([](auto& d) { d["results"] = nlohmann::ordered_json::array(); }) == "mem.json: no rows");
+}
 
 TEST_CASE("a Kernel Tuner cache of float and string parameters replays them as ranked and categorical knobs") {
   const nlohmann::json tune_params = {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Kernel Tuner cache files (the `cache=` option of kernel_tuner.tune_kernel) replayed as a
-/// ReplayKernel.
+/// Kernel Tuner cache files (the `cache=` option of kernel_tuner.tune_kernel), and T4 results
+/// files (below), replayed as a ReplayKernel.
 ///
 /// Format (Kernel Tuner's util.py: process_cache, store_cache, read_cache), one JSON object:
 ///
@@ -31,6 +31,16 @@
 /// configurations it measured. The objective and the other per-entry fields (compile_time,
 /// GFLOP/s, ...) are not used. Python's NaN, Infinity and -Infinity (not JSON; Kernel Tuner's
 /// json.dumps writes them for non-finite floats) read as null.
+///
+/// A file in the T4 format (the "Open Autotuning Results Schema" of the autotuning methodology,
+/// which Kernel Tuner's store_output_file and KTT write; told from a cache by its "results" list)
+/// is read too: one row per result, the parameters those of the first result's "configuration",
+/// in its order, their values as above (the results' values, there are no tune_params). A result
+/// whose "invalidity" is "correct" has as samples its "times"."runtimes" (in metadata.timeunit,
+/// milliseconds when absent) and as mean time its measurement named "time" (in its "unit", or the
+/// time unit when that is empty), else the runtimes' mean; "compile", "runtime", "timeout",
+/// "correctness" and "constraints" are failed configurations (as Kernel Tuner's InvalidConfig is
+/// in a cache).
 
 #include "tunekit/replay/replay_kernel.hpp"
 
@@ -44,6 +54,7 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,16 +106,17 @@ inline std::string python_literals_to_null(std::string_view text) {
 }
 
 /// A parameter value as an integer; nullopt for a value that is not one.
-inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<std::int64_t>();
+template <class Json>
+std::optional<std::int64_t> kernel_tuner_integer(const Json& v) {
+  if (v.is_boolean()) return v.template get<bool>() ? 1 : 0;
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.template get<std::int64_t>();
   if (v.is_number_unsigned()) {
-    const auto u = v.get<std::uint64_t>();
+    const auto u = v.template get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
     return static_cast<std::int64_t>(u);
   }
   if (v.is_number_float()) {
-    const double d = v.get<double>();
+    const double d = v.template get<double>();
     // [-2^63, 2^63): the doubles that convert to int64 without overflow.
     if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::floor(d))
       return static_cast<std::int64_t>(d);
@@ -117,12 +129,13 @@ inline std::optional<std::int64_t> kernel_tuner_integer(const nlohmann::json& v)
 /// labelled by its JSON text (0.25); anything else (strings, or a mix) by their position in the
 /// order first listed, a string labelled by its text and any other value by its JSON text. A
 /// label may not hold ',', ';' or a line break (config text and tunekit-replay's CSV use them).
+template <class Json = nlohmann::json>
 class KernelTunerParameter {
  public:
   /// The parameter over `values` (in the order listed, repeats allowed); throws DatasetError
   /// (prefixed by `where`) when two of them would be labelled alike, or a label holds ',', ';' or
   /// a line break.
-  KernelTunerParameter(const std::vector<nlohmann::json>& values, const std::string& where) {
+  KernelTunerParameter(const std::vector<Json>& values, const std::string& where) {
     for (const auto& v : values) {
       const auto x = kernel_tuner_integer(v);
       if (!x) break;
@@ -157,7 +170,7 @@ class KernelTunerParameter {
 
   /// What the replay's rows hold for the value `v`: the integer, or the position of its label;
   /// nullopt for a value the parameter does not take.
-  std::optional<std::int64_t> encode(const nlohmann::json& v) const {
+  std::optional<std::int64_t> encode(const Json& v) const {
     if (labels_.labels.empty()) {
       const auto x = kernel_tuner_integer(v);
       if (!x || !std::binary_search(integers_.begin(), integers_.end(), *x)) return std::nullopt;
@@ -170,20 +183,141 @@ class KernelTunerParameter {
 
  private:
   // Numbers by value (1 and 1.0 alike, as Python compares them), anything else as JSON.
-  static bool same(const nlohmann::json& a, const nlohmann::json& b) {
+  static bool same(const Json& a, const Json& b) {
     if (a.is_number() && b.is_number()) return a.template get<double>() == b.template get<double>();
     return a == b;
   }
 
   std::vector<std::int64_t> integers_;  // ascending, when every value is an integer
-  std::vector<nlohmann::json> values_;  // otherwise: distinct, in the order of the labels
+  std::vector<Json> values_;  // otherwise: distinct, in the order of the labels
   ReplayLabels labels_;
 };
 
+/// The ReplayKernel of the rows a file gave, sorted by their values, with the parameters' labels.
+template <class Json>
+ReplayKernel replay_of_rows(const std::vector<std::string>& names, std::vector<ReplayRow> rows,
+                            const std::vector<KernelTunerParameter<Json>>& params, const std::string& source,
+                            ReplayOptions options) {
+  std::sort(rows.begin(), rows.end(),
+            [](const ReplayRow& a, const ReplayRow& b) { return a.values < b.values; });
+  std::vector<ReplayLabels> labels;
+  for (const auto& p : params) labels.push_back(p.labels());
+  return ReplayKernel::from_rows(names, std::move(rows), source, std::move(options), labels);
+}
+
+/// Milliseconds per unit of a T4 file's time unit ("milliseconds", "ms", ...); nullopt for a name
+/// it does not know.
+inline std::optional<double> t4_unit_ms(std::string_view unit) {
+  if (unit == "nanoseconds" || unit == "ns") return 1e-6;
+  if (unit == "microseconds" || unit == "us") return 1e-3;
+  if (unit == "milliseconds" || unit == "ms") return 1.0;
+  if (unit == "seconds" || unit == "s") return 1e3;
+  return std::nullopt;
+}
+
+/// A ReplayKernel of a T4 results file (see the file comment), parsed with its keys in file
+/// order. Throws DatasetError naming the result at fault.
+inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std::string& source,
+                                    ReplayOptions options) {
+  using Json = nlohmann::ordered_json;
+  const auto& results = doc.at("results");
+  if (!results.is_array()) throw DatasetError(source + ": 'results' is not a list");
+  if (results.empty()) throw DatasetError(source + ": no rows");
+  // The unit of the runtimes and of a measurement without one (the schema's metadata.timeunit).
+  double unit_ms = 1.0;
+  if (const auto md = doc.find("metadata"); md != doc.end() && md->is_object())
+    if (const auto tu = md->find("timeunit"); tu != md->end()) {
+      const auto u = tu->is_string() ? t4_unit_ms(tu->get_ref<const std::string&>()) : std::nullopt;
+      if (!u) throw DatasetError(source + ": 'timeunit' " + tu->dump() + " is not a time unit");
+      unit_ms = *u;
+    }
+  auto where = [&](std::size_t i) { return source + ": result " + std::to_string(i + 1); };
+  auto configuration = [&](std::size_t i) -> const Json& {
+    const auto& r = results[i];
+    if (!r.is_object()) throw DatasetError(where(i) + ": not an object");
+    const auto c = r.find("configuration");
+    if (c == r.end() || !c->is_object()) throw DatasetError(where(i) + ": lacks 'configuration'");
+    return *c;
+  };
+
+  // The parameters: the first result's, in its order; each one's values: the results'.
+  std::vector<std::string> names;
+  for (const auto& [name, value] : configuration(0).items()) names.push_back(name);
+  if (names.empty()) throw DatasetError(where(0) + ": 'configuration' is empty");
+  std::vector<std::vector<Json>> values(names.size());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& c = configuration(i);
+    if (c.size() != names.size())
+      throw DatasetError(where(i) + ": " + std::to_string(c.size()) + " parameters, result 1 has " +
+                         std::to_string(names.size()));
+    for (std::size_t p = 0; p < names.size(); ++p) {
+      const auto v = c.find(names[p]);
+      if (v == c.end()) throw DatasetError(where(i) + ": lacks parameter '" + names[p] + "'");
+      values[p].push_back(*v);
+    }
+  }
+  std::vector<KernelTunerParameter<Json>> params;
+  for (std::size_t p = 0; p < names.size(); ++p)
+    params.emplace_back(values[p], source + ": parameter '" + names[p] + "'");
+
+  std::vector<ReplayRow> rows;
+  rows.reserve(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    ReplayRow row;
+    for (std::size_t p = 0; p < names.size(); ++p) row.values.push_back(*params[p].encode(values[p][i]));
+    const auto invalidity = r.find("invalidity");
+    if (invalidity == r.end() || !invalidity->is_string())
+      throw DatasetError(where(i) + ": lacks 'invalidity'");
+    const auto& status = invalidity->get_ref<const std::string&>();
+    if (status != "correct") {
+      if (status != "compile" && status != "runtime" && status != "timeout" && status != "correctness" &&
+          status != "constraints")
+        throw DatasetError(where(i) + ": 'invalidity' is the unknown " + invalidity->dump());
+      row.time_ms = std::numeric_limits<double>::infinity();
+      rows.push_back(std::move(row));
+      continue;
+    }
+    auto positive_ms = [&](const Json& x, double ms_per_unit, const std::string& what) {
+      if (!x.is_number() || !(x.template get<double>() > 0) || !std::isfinite(x.template get<double>()))
+        throw DatasetError(where(i) + ": " + what + " holds " + x.dump() + ", not a finite positive time");
+      return x.template get<double>() * ms_per_unit;
+    };
+    if (const auto times = r.find("times"); times != r.end() && times->is_object())
+      if (const auto runtimes = times->find("runtimes"); runtimes != times->end()) {
+        if (!runtimes->is_array()) throw DatasetError(where(i) + ": 'runtimes' is not a list");
+        for (const auto& t : *runtimes) row.samples_ms.push_back(positive_ms(t, unit_ms, "'runtimes'"));
+      }
+    // The mean time: the measurement named "time", else the runtimes' mean.
+    std::optional<double> time_ms;
+    if (const auto ms = r.find("measurements"); ms != r.end() && ms->is_array())
+      for (const auto& m : *ms)
+        if (m.is_object() && m.value("name", Json()) == "time") {
+          const auto unit = m.find("unit");
+          const bool none = unit == m.end() || (unit->is_string() && unit->get_ref<const std::string&>().empty());
+          const auto per = none ? std::optional<double>(unit_ms)
+                                : unit->is_string() ? t4_unit_ms(unit->get_ref<const std::string&>()) : std::nullopt;
+          if (!per)
+            throw DatasetError(where(i) + ": the 'time' measurement's unit " + unit->dump() + " is not a time unit");
+          time_ms = positive_ms(m.value("value", Json()), *per, "the 'time' measurement");
+          break;
+        }
+    if (!time_ms && row.samples_ms.empty())
+      throw DatasetError(where(i) + ": a correct result needs a 'time' measurement or runtimes");
+    row.time_ms = time_ms ? *time_ms
+                          : std::accumulate(row.samples_ms.begin(), row.samples_ms.end(), 0.0) /
+                                static_cast<double>(row.samples_ms.size());
+    if (row.samples_ms.empty()) row.samples_ms.push_back(row.time_ms);
+    rows.push_back(std::move(row));
+  }
+  return replay_of_rows(names, std::move(rows), params, source, std::move(options));
+}
+
 }  // namespace detail
 
-/// A ReplayKernel of the text of a Kernel Tuner cache file; `source` names it in error messages,
-/// which name the key and the cache entry at fault. Throws DatasetError.
+/// A ReplayKernel of the text of a Kernel Tuner cache file, or of a T4 results file; `source`
+/// names it in error messages, which name the key and the cache entry (the result) at fault.
+/// Throws DatasetError.
 inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_written, const std::string& source,
                                                  ReplayOptions options = {},
                                                  std::ostream* warnings = &std::cerr) {
@@ -213,6 +347,11 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
     throw DatasetError(source + ": not a Kernel Tuner cache file (malformed JSON: " + why + ")");
   }
   if (!doc.is_object()) throw DatasetError(source + ": not a Kernel Tuner cache file (not a JSON object)");
+  if (doc.contains("results") && !doc.contains("cache")) {  // a T4 results file: read again, keys in order
+    const auto ordered = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (ordered.is_discarded()) throw DatasetError(source + ": not a T4 results file (malformed JSON)");
+    return detail::from_t4_results(ordered, source, std::move(options));
+  }
 
   const auto keys_it = doc.find("tune_params_keys");
   if (keys_it == doc.end() || !keys_it->is_array())
@@ -233,7 +372,7 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
   const auto tp = doc.find("tune_params");
   const bool has_tune_params = tp != doc.end();
   if (has_tune_params && !tp->is_object()) throw DatasetError(source + ": 'tune_params' is not an object");
-  std::vector<detail::KernelTunerParameter> params;
+  std::vector<detail::KernelTunerParameter<>> params;
   for (const auto& name : names) {
     std::vector<nlohmann::json> values;
     if (has_tune_params) {
@@ -293,15 +432,11 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
     }
     rows.push_back(std::move(r));
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const ReplayRow& a, const ReplayRow& b) { return a.values < b.values; });
-  std::vector<ReplayLabels> labels;
-  for (const auto& p : params) labels.push_back(p.labels());
-  return ReplayKernel::from_rows(names, std::move(rows), source, std::move(options), labels);
+  return detail::replay_of_rows(names, std::move(rows), params, source, std::move(options));
 }
 
-/// A ReplayKernel of a Kernel Tuner cache file (see the file comment); the task name is the
-/// file's stem unless `options.name` is set. Throws DatasetError naming the file, the key and
+/// A ReplayKernel of a Kernel Tuner cache file or a T4 results file (see the file comment); the
+/// task name is the file's stem unless `options.name` is set. Throws DatasetError naming the file, the key and
 /// the cache entry at fault.
 inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, ReplayOptions options = {},
                                             std::ostream* warnings = &std::cerr) {

@@ -143,6 +143,7 @@ class KernelTunerParameter {
     }
     if (integers_.size() == values.size()) {
       std::sort(integers_.begin(), integers_.end());
+      integers_.erase(std::unique(integers_.begin(), integers_.end()), integers_.end());
       return;
     }
     integers_.clear();
@@ -188,8 +189,8 @@ class KernelTunerParameter {
     return a == b;
   }
 
-  std::vector<std::int64_t> integers_;  // ascending, when every value is an integer
-  std::vector<Json> values_;  // otherwise: distinct, in the order of the labels
+  std::vector<std::int64_t> integers_;  // distinct, ascending, when every value is an integer
+  std::vector<Json> values_;            // otherwise: distinct, in the order of the labels
   ReplayLabels labels_;
 };
 

@@ -82,11 +82,10 @@ struct ReplayLabels {
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
 /// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
 /// power_of_two, the rest ordinal; labelled values, ReplayLabels, ranked or categorical over the
-/// labels that occur), one constant per single-valued parameter, and a membership
-/// constraint that admits exactly the recorded rows. Each run returns one of the config's
-/// recorded samples, drawn uniformly with the caller's generator, so replayed noise is real.
-/// A row recorded as `inf` is a runtime_error. Simulated cost: the overhead per config plus the
-/// returned run times.
+/// labels that occur), one constant per single-valued parameter, and a membership constraint that
+/// admits exactly the recorded rows. Each run returns one of the config's recorded samples, drawn
+/// uniformly with the caller's generator, so replayed noise is real. A row recorded as `inf` is a
+/// runtime_error. Simulated cost: the overhead per config plus the returned run times.
 class ReplayKernel {
  public:
   static ReplayKernel from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
@@ -348,7 +347,7 @@ class ReplayKernel {
       for (const auto& v : values) distinct.push_back(v[i]);
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      if (distinct.size() == 1) {  // a labelled one: its label's position
+      if (distinct.size() == 1) {  // a constant (a labelled parameter's value: its label's position)
         space_.add_constant(header[i], distinct[0]);
         continue;
       }

@@ -113,8 +113,8 @@ inline std::string tuning_usage(const std::string& program, const TuningSetup& d
   line("--tuner NAME", "the preset, one of (docs/concepts.md):", d.tuner);
   text += tunekit::preset_help(20);
   line("--plan-size N", "configurations measured per round", std::to_string(d.plan_size));
-  line("--confirm K", "measure the K fastest again, " + std::to_string(tunekit::ConfirmParams{}.turns) + " turns, keep the fastest",
-       std::to_string(d.confirm));
+  const std::string turns = std::to_string(tunekit::ConfirmParams{}.turns);
+  line("--confirm K", "measure the K fastest again, " + turns + " turns, keep the fastest", std::to_string(d.confirm));
   line("--log FILE", "tuning log, one JSON line per measurement", program + ".jsonl");
   line("--curve FILE", "tuning curve CSV", program + "_curve.csv");
   if (d.cuda)

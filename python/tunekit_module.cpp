@@ -4,8 +4,9 @@
 //
 // Configs cross the boundary as dicts {knob name: value}: an integer for ordinal, range,
 // power-of-two and boolean knobs, the label (str) for a categorical or ranked knob (Knob::ranked:
-// a replayed Kernel Tuner parameter of floats), the tuple of factors for a split knob. A tuner is one of the registry's presets (preset_registry.hpp) behind a virtual
-// interface, so every preset is reachable by its name. The GIL is released while a tuner searches
+// a replayed Kernel Tuner parameter of floats), the tuple of factors for a split knob. A tuner is
+// one of the registry's presets (preset_registry.hpp) behind a virtual interface, so every preset
+// is reachable by its name. The GIL is released while a tuner searches
 // (ask, tune, replay); a Python constraint takes it back for each call.
 
 #include <pybind11/pybind11.h>

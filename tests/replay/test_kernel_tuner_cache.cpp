@@ -174,17 +174,22 @@ std::string labelled_t4() {
         r["timestamp"] = "2025-03-17 07:10:18.518878+00:00";
         r["configuration"] = {{"w", w}, {"method", methods[m]}, {"popsize", popsize}};
         const bool failed = popsize == 10 && w == 0.75;
-        r["times"] = {{"compilation", 25.7}, {"runtimes", failed ? nlohmann::ordered_json::array() : nlohmann::ordered_json{t, t}}};
+        const auto runtimes = failed ? nlohmann::ordered_json::array() : nlohmann::ordered_json{t, t};
+        r["times"] = {{"compilation", 25.7}, {"runtimes", runtimes}};
         r["invalidity"] = failed ? "compile" : "correct";
         r["correctness"] = 1;
         if (popsize == 10 && w == 0.5 && m == 2)
           r["measurements"] = {{{"name", "time"}, {"value", t / 1000}, {"unit", "s"}}};
         else
-          r["measurements"] = {{{"name", "time"}, {"value", failed ? nlohmann::ordered_json("CompilationFailedConfig") : nlohmann::ordered_json(t)}, {"unit", "ms"}}};
+          r["measurements"] = {{{"name", "time"},
+                                {"value", failed ? nlohmann::ordered_json("CompilationFailedConfig") : nlohmann::ordered_json(t)},
+                                {"unit", "ms"}}};
         r["objectives"] = {"time"};
         results.push_back(r);
       }
-  return nlohmann::ordered_json{{"results", results}, {"schema_version", "1.0.0"}, {"metadata", {{"timeunit", "milliseconds"}}}}.dump();
+  return nlohmann::ordered_json{
+      {"results", results}, {"schema_version", "1.0.0"}, {"metadata", {{"timeunit", "milliseconds"}}}}
+      .dump();
 }
 
 }  // namespace
@@ -223,7 +228,8 @@ TEST_CASE("a T4 results file replays as the Kernel Tuner cache of the same runs"
   };
   CHECK(t4_error([](auto& d) { d["results"][2]["invalidity"] = "slow"; }) ==
         "mem.json: result 3: 'invalidity' is the unknown \"slow\"");
-  CHECK(t4_error([](auto& d) { d["results"][4].erase("configuration"); }) == "mem.json: result 5: lacks 'configuration'");
+  CHECK(t4_error([](auto& d) { d["results"][4].erase("configuration"); }) ==
+        "mem.json: result 5: lacks 'configuration'");
   CHECK(t4_error([](auto& d) { d["results"][1]["configuration"].erase("popsize"); }) ==
         "mem.json: result 2: 2 parameters, result 1 has 3");
   CHECK(t4_error([](auto& d) { d["metadata"]["timeunit"] = "fortnights"; }) ==
@@ -298,7 +304,8 @@ TEST_CASE("a Kernel Tuner cache of float and string parameters replays them as r
         std::string::npos);
   auto alike = tune_params;
   alike["method"] = {"Powell", "COBYLA", "L-BFGS-B", 1, "1"};
-  CHECK(cache_error_of(labelled_cache(alike)) == "mem.json: parameter 'method': two of its values are both written '1'");
+  CHECK(cache_error_of(labelled_cache(alike)) ==
+        "mem.json: parameter 'method': two of its values are both written '1'");
   auto separator = tune_params;
   separator["method"] = {"Powell", "COBYLA", "L-BFGS-B", "a;b"};
   CHECK(cache_error_of(labelled_cache(separator)) ==

@@ -126,7 +126,9 @@ TEST_CASE("malformed Kernel Tuner caches are errors naming the file, key and ent
   CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15})")) ==
         "mem.json: cache entry '32,1,15': lacks 'time'");
   CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 1.0, "times": [1.0, -2]})"))
-            .find("mem.json: cache entry '32,1,15': 'times' holds -2") == 0);
+            == "mem.json: cache entry '32,1,15': 'times' holds -2, not a finite positive time");
+  CHECK(cache_error_of(with_entry(R"("32,1,15": {"block_size_x": 32, "use_shmem": 1, "filter": 15, "time": 0})")) ==
+        "mem.json: cache entry '32,1,15': 'time' holds 0, not a finite positive time");
   CHECK(cache_error_of(open_cache() + "\n" + R"("16,0,x": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 1.0})" + "}\n}")
             .find("mem.json: duplicate rows for ") == 0);
   // Python's json.dumps writes NaN/Infinity for non-finite floats: read as null.

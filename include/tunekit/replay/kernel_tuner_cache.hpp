@@ -124,6 +124,15 @@ std::optional<std::int64_t> kernel_tuner_integer(const Json& v) {
   return std::nullopt;
 }
 
+/// A time of the file in milliseconds: `x` (a finite positive number) times `ms_per_unit`. Throws
+/// DatasetError "<where>: <what> holds <x>, not a finite positive time" otherwise.
+template <class Json>
+double positive_time_ms(const Json& x, double ms_per_unit, const std::string& where, const std::string& what) {
+  if (!x.is_number() || !(x.template get<double>() > 0) || !std::isfinite(x.template get<double>()))
+    throw DatasetError(where + ": " + what + " holds " + x.dump() + ", not a finite positive time");
+  return x.template get<double>() * ms_per_unit;
+}
+
 /// The values a Kernel Tuner parameter takes and how the replay's rows hold them: integers (true
 /// and false as 1 and 0) as they are; other finite numbers by their rank (ascending), each
 /// labelled by its JSON text (0.25); anything else (strings, or a mix) by their position in the
@@ -279,15 +288,11 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
       rows.push_back(std::move(row));
       continue;
     }
-    auto positive_ms = [&](const Json& x, double ms_per_unit, const std::string& what) {
-      if (!x.is_number() || !(x.template get<double>() > 0) || !std::isfinite(x.template get<double>()))
-        throw DatasetError(where(i) + ": " + what + " holds " + x.dump() + ", not a finite positive time");
-      return x.template get<double>() * ms_per_unit;
-    };
     if (const auto times = r.find("times"); times != r.end() && times->is_object())
       if (const auto runtimes = times->find("runtimes"); runtimes != times->end()) {
         if (!runtimes->is_array()) throw DatasetError(where(i) + ": 'runtimes' is not a list");
-        for (const auto& t : *runtimes) row.samples_ms.push_back(positive_ms(t, unit_ms, "'runtimes'"));
+        for (const auto& t : *runtimes)
+          row.samples_ms.push_back(positive_time_ms(t, unit_ms, where(i), "'runtimes'"));
       }
     // The mean time: the measurement named "time", else the runtimes' mean.
     std::optional<double> time_ms;
@@ -300,7 +305,7 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
                                 : unit->is_string() ? t4_unit_ms(unit->get_ref<const std::string&>()) : std::nullopt;
           if (!per)
             throw DatasetError(where(i) + ": the 'time' measurement's unit " + unit->dump() + " is not a time unit");
-          time_ms = positive_ms(m.value("value", Json()), *per, "the 'time' measurement");
+          time_ms = positive_time_ms(m.value("value", Json()), *per, where(i), "the 'time' measurement");
           break;
         }
     if (!time_ms && row.samples_ms.empty())
@@ -413,17 +418,10 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
         throw DatasetError(where + ": 'time' is the unknown failure " + time->dump());
       r.time_ms = std::numeric_limits<double>::infinity();
     } else if (time->is_number()) {
-      r.time_ms = time->get<double>();
-      if (!(r.time_ms > 0) || !std::isfinite(r.time_ms))
-        throw DatasetError(where + ": 'time' must be a finite positive number of ms, not " + time->dump());
+      r.time_ms = detail::positive_time_ms(*time, 1.0, where, "'time'");
       if (const auto times = entry.find("times"); times != entry.end()) {
         if (!times->is_array()) throw DatasetError(where + ": 'times' is not a list");
-        for (const auto& t : *times) {
-          if (!t.is_number() || !(t.get<double>() > 0) || !std::isfinite(t.get<double>()))
-            throw DatasetError(where + ": 'times' holds " + t.dump() +
-                               ", not a finite positive number of ms");
-          r.samples_ms.push_back(t.get<double>());
-        }
+        for (const auto& t : *times) r.samples_ms.push_back(detail::positive_time_ms(t, 1.0, where, "'times'"));
         if (r.samples_ms.empty()) throw DatasetError(where + ": 'times' is empty");
       } else {
         r.samples_ms.push_back(r.time_ms);

@@ -126,9 +126,12 @@ int run(const Setup& s, std::vector<std::unique_ptr<tunekit::cpu::Conv2dKernel>>
                                                                 {.max_runs = 100, .batch = 5})});
   tunekit::Rng rng(s.seed);
 #if defined(TUNEKIT_EXAMPLES_MPI)
-  if (examples::MpiRun::measures_only()) {  // a worker rank: measures rank 0's jobs, no log, no output
+  if (examples::MpiRun::measures_only()) {
+    // A worker rank: measures rank 0's jobs, no log, no output (its tune() calls no callback). The
+    // callbacks are rank 0's types, so that both share one instantiation of the loop (see
+    // examples::tune_with), and touch none of its files.
     tunekit::MpiFarm farm;
-    mt.tune(kernels, farm, rng);
+    mt.tune(kernels, farm, rng, tunekit::LogToFile::none(), SlotPrinter{&names});
     return 0;
   }
 #endif

@@ -354,8 +354,7 @@ struct TunerImpl final : AnyTuner {
     return tuner.evaluator().measure(k, c, rng);
   }
   tunekit::TuneResult tune(tunekit::ReplayKernel& k, Rng& rng, const std::string& log) override {
-    if (log.empty()) return tuner.tune(k, rng);
-    return tuner.tune(k, rng, tunekit::LogToFile(log));
+    return tuner.tune(k, rng, log.empty() ? tunekit::LogToFile::none() : tunekit::LogToFile(log));
   }
   tunekit::TuneResult tune(PyKernel& k, Rng& rng, const std::string& log) override {
     LogUnlessInterrupted callback{k.tuner_space->errors, std::nullopt};

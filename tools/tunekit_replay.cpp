@@ -264,7 +264,8 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
       else
         return tunekit::replay_trace(tuner, kernel, farm, rng, callbacks...);
     };
-    return log ? tune(tunekit::LogToFile(a.log)) : tune();
+    // One instantiation of the loop with a log or without (LogToFile::none).
+    return tune(log ? tunekit::LogToFile(a.log) : tunekit::LogToFile::none());
   });
 }
 

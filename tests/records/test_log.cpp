@@ -1,5 +1,5 @@
 // Tuning logs: RecordWriter, read_records (truncated last line, malformed lines, other tasks),
-// resume, and a writer reopening a log cut off by a crash.
+// resume, a writer reopening a log cut off by a crash, and LogToFile::none().
 #include <tunekit/callbacks/log_to_file.hpp>
 #include <tunekit/presets.hpp>
 #include <tunekit/records/log.hpp>
@@ -243,6 +243,36 @@ TEST_CASE("log: records of other tasks are skipped, an empty task reads all") {
 TEST_CASE("log: read_records of a missing file is a RecordError") {
   TempDir dir;
   CHECK_THROWS_AS((void)tunekit::read_records(dir.path / "absent.jsonl", log_space(), "t"), RecordError);
+}
+
+TEST_CASE("log: LogToFile::none() opens and writes nothing, and its run makes the logged run's trials") {
+  TempDir dir;
+  const fs::path log = dir.path / "logged.jsonl";
+  constexpr std::size_t budget = 20;
+  auto open_fds = [] {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}));
+  };
+  auto run = [&](tunekit::LogToFile cb) {
+    CountingKernel k;
+    tunekit::RandomSearchTuner tuner(k.space(), {.budget = {.trials = budget}, .plan_size = 5, .task = "syn"});
+    tunekit::Rng rng(7);
+    CHECK(tuner.tune(k, rng, std::move(cb)).trials == budget);
+    std::vector<std::uint64_t> indices;
+    for (const auto& t : tuner.history()) indices.push_back(t.index);
+    return indices;
+  };
+  const std::size_t before = open_fds();
+  {
+    const auto none = tunekit::LogToFile::none();
+    CHECK(none.path().empty());
+    CHECK(open_fds() == before);
+  }
+  const auto quiet = run(tunekit::LogToFile::none());
+  CHECK(fs::is_empty(dir.path));
+  const auto logged = run(tunekit::LogToFile(log));
+  CHECK(quiet == logged);
+  CHECK(count_newlines(slurp(log)) == budget);
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
 }
 
 TEST_CASE("log: resume continues a tuning run without measuring anything twice") {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 namespace tunekit {
 
@@ -14,20 +15,32 @@ namespace tunekit {
 /// before the next measurement starts; trials replayed from the log by an exact resume are in it
 /// already and are not written again. Resume a run from it with `tunekit::resume_exact` (the
 /// same path as an uninterrupted run) or `tunekit::resume` (takes the log as it is).
+///
+/// `LogToFile::none()` logs nothing: for a program that decides at run time whether to log, so
+/// that both cases call the same instantiation of `tune` (each is a whole tuning loop to compile).
 class LogToFile {
  public:
-  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr)
-      : writer_(std::move(path), warnings) {}
-
-  void on_measured(const TuningState& s, const Trial& t) {
-    if (s.replayed) return;
-    writer_.write(s.space, Record{s.task, s.device, t.config, t.measurement, utc_timestamp()});
+  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr) {
+    writer_.emplace(std::move(path), warnings);
   }
 
-  const std::filesystem::path& path() const noexcept { return writer_.path(); }
+  /// A LogToFile that writes nothing and opens no file; path() is empty.
+  static LogToFile none() { return LogToFile(); }
+
+  void on_measured(const TuningState& s, const Trial& t) {
+    if (s.replayed || !writer_) return;
+    writer_->write(s.space, Record{s.task, s.device, t.config, t.measurement, utc_timestamp()});
+  }
+
+  /// The log's path; empty for none().
+  const std::filesystem::path& path() const noexcept {
+    static const std::filesystem::path no_path;
+    return writer_ ? writer_->path() : no_path;
+  }
 
  private:
-  RecordWriter writer_;
+  LogToFile() = default;
+  std::optional<RecordWriter> writer_;
 };
 
 static_assert(Callback<LogToFile>);

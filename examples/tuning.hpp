@@ -232,8 +232,8 @@ TuningOutcome tune_with(K& kernel, const TuningSetup& s) {
   if (MpiRun::measures_only()) {
     // A worker rank: serves rank 0's jobs until its run ends (no log, no output; no trials): its
     // tune() returns before any callback is called. It passes callbacks of rank 0's types, so that
-    // both ranks share one instantiation of the tuning loop (each preset's loop is 1-2 s of
-    // compile time), and touches none of rank 0's files: no log (LogToFile::none), no curve file.
+    // both ranks share one instantiation of the tuning loop, and touches none of rank 0's
+    // files: no log (LogToFile::none), no curve file.
     tunekit::MpiFarm farm({.gpu_per_rank = s.cuda});
     out.result = tuner.tune(kernel, farm, rng, tunekit::ProgressBar(), tunekit::LogToFile::none(),
                             tunekit::CurveRecorder());

@@ -258,14 +258,11 @@ tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunek
     if (resumed) std::cerr << "tunekit-replay: resuming: " << resumed << " measurements from " << a.log << "\n";
   }
   return on_farm(a, [&]<class F>(F& farm) {
-    auto tune = [&](auto&&... callbacks) {
-      if constexpr (std::is_same_v<F, tunekit::detail::NoFarm>)
-        return tunekit::replay_trace(tuner, kernel, rng, callbacks...);
-      else
-        return tunekit::replay_trace(tuner, kernel, farm, rng, callbacks...);
-    };
-    // One instantiation of the loop with a log or without (LogToFile::none).
-    return tune(log ? tunekit::LogToFile(a.log) : tunekit::LogToFile::none());
+    auto callback = log ? tunekit::LogToFile(a.log) : tunekit::LogToFile::none();
+    if constexpr (std::is_same_v<F, tunekit::detail::NoFarm>)
+      return tunekit::replay_trace(tuner, kernel, rng, callback);
+    else
+      return tunekit::replay_trace(tuner, kernel, farm, rng, callback);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 namespace tunekit {
 
@@ -16,13 +17,12 @@ namespace tunekit {
 /// already and are not written again. Resume a run from it with `tunekit::resume_exact` (the
 /// same path as an uninterrupted run) or `tunekit::resume` (takes the log as it is).
 ///
-/// `LogToFile::none()` logs nothing: for a program that decides at run time whether to log, so
-/// that both cases call the same instantiation of `tune` (each is a whole tuning loop to compile).
+/// `LogToFile::none()` logs nothing: for a program that decides at run time whether to log (one
+/// `tune` call either way), or for the MPI ranks that only measure (they must not open rank 0's log).
 class LogToFile {
  public:
-  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr) {
-    writer_.emplace(std::move(path), warnings);
-  }
+  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr)
+      : writer_(std::in_place, std::move(path), warnings) {}
 
   /// A LogToFile that writes nothing and opens no file; path() is empty.
   static LogToFile none() { return LogToFile(); }

@@ -13,6 +13,7 @@ packages=(
   libboost-dev                    # Boost.Math and Boost.Random (header-only parts)
   nlohmann-json3-dev              # tuning records (JSON lines)
   doctest-dev                     # tests
+  zlib1g-dev                      # tests: zlib writes the gzip reader's inputs
   libbenchmark-dev                # bench/
   libopenblas-dev                 # tune_gemm compares with OpenBLAS's sgemm
   libdnnl-dev                     # tune_conv2d compares with oneDNN's convolution

@@ -30,7 +30,8 @@
 /// brute-force run replays the whole space; a cache of a partial search replays only the
 /// configurations it measured. The objective and the other per-entry fields (compile_time,
 /// GFLOP/s, ...) are not used. Python's NaN, Infinity and -Infinity (not JSON; Kernel Tuner's
-/// json.dumps writes them for non-finite floats) read as null.
+/// json.dumps writes them for non-finite floats) read as null. A gzipped file (benchmark_hub's
+/// `*.json.gz`) reads the same.
 ///
 /// A file in the T4 format (the "Open Autotuning Results Schema" of the autotuning methodology,
 /// which Kernel Tuner's store_output_file and KTT write; told from a cache by its "results" list)
@@ -50,9 +51,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -439,11 +438,20 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
 /// the cache entry at fault.
 inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, ReplayOptions options = {},
                                             std::ostream* warnings = &std::cerr) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DatasetError("cannot open Kernel Tuner cache '" + path.string() + "'");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (options.name.empty()) options.name = path.stem().string();
+  const std::string text = detail::read_recorded_file(path, "Kernel Tuner cache");
+  if (options.name.empty()) options.name = recorded_space_name(path);
   return from_kernel_tuner_cache_text(text, path.string(), std::move(options), warnings);
+}
+
+/// A ReplayKernel of any recorded space tunekit reads, told by the file's extension (after a
+/// `.gz`, which is read gzipped): `.json` a Kernel Tuner cache file or T4 results file
+/// (from_kernel_tuner_cache), anything else a dataset CSV (ReplayKernel::from_csv). Throws
+/// DatasetError.
+inline ReplayKernel replay_from_file(const std::filesystem::path& path, ReplayOptions options = {},
+                                     std::ostream* warnings = &std::cerr) {
+  const auto inner = path.extension() == ".gz" ? path.stem().extension() : path.extension();
+  if (inner == ".json") return from_kernel_tuner_cache(path, std::move(options), warnings);
+  return ReplayKernel::from_csv(path, std::move(options));
 }
 
 }  // namespace tunekit

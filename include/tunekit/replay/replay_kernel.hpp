@@ -4,10 +4,11 @@
 ///
 /// Dataset format (shared/datasets/README.md): a header of parameter names, then `time_ms`, then
 /// `samples`; one row per valid configuration with its mean time in ms (`inf` for a failed one)
-/// and its recorded run times in ms separated by `;`.
+/// and its recorded run times in ms separated by `;`. A gzipped file (`*.csv.gz`) reads the same.
 
 #include "tunekit/concepts/kernel.hpp"
 #include "tunekit/core/status.hpp"
+#include "tunekit/replay/gzip.hpp"
 #include "tunekit/space/search_space.hpp"
 
 #include <algorithm>
@@ -18,10 +19,12 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -79,6 +82,31 @@ struct ReplayLabels {
   bool ordered = false;
 };
 
+namespace detail {
+
+/// The content of a recorded space's file, decompressed when it is gzipped (told by its first
+/// bytes, not its name). Throws DatasetError naming `what` and the file.
+inline std::string read_recorded_file(const std::filesystem::path& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DatasetError("cannot open " + what + " '" + path.string() + "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw DatasetError("cannot read " + what + " '" + path.string() + "'");
+  if (!is_gzip(bytes)) return bytes;
+  try {
+    return gunzip(bytes);
+  } catch (const GzipError& e) {
+    throw DatasetError(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace detail
+
+/// The task name of a recorded space's file: its name without its extension, nor `.gz` before
+/// that (`run` of `run.json` and of `run.json.gz`).
+inline std::string recorded_space_name(const std::filesystem::path& path) {
+  return (path.extension() == ".gz" ? path.stem().stem() : path.stem()).string();
+}
+
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
 /// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
 /// power_of_two, the rest ordinal; labelled values, ReplayLabels, ranked or categorical over the
@@ -88,10 +116,11 @@ struct ReplayLabels {
 /// runtime_error. Simulated cost: the overhead per config plus the returned run times.
 class ReplayKernel {
  public:
+  /// Reads a dataset file (gzipped or not); the task name is the file's stem unless
+  /// `options.name` is set.
   static ReplayKernel from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
-    std::ifstream in(path);
-    if (!in) throw DatasetError("cannot open dataset '" + path.string() + "'");
-    if (options.name.empty()) options.name = path.stem().string();
+    std::istringstream in(detail::read_recorded_file(path, "dataset"));
+    if (options.name.empty()) options.name = recorded_space_name(path);
     return from_stream(in, path.string(), std::move(options));
   }
 

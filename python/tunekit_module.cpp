@@ -427,8 +427,7 @@ Config kernel_config(const tunekit::ReplayKernel& k, const py::handle& h) {
 tunekit::ReplayKernel load_dataset(const std::filesystem::path& path, double overhead, double flop,
                                    const std::string& name) {
   tunekit::ReplayOptions o{.overhead_seconds = overhead, .flop = flop, .name = name};
-  if (path.extension() == ".json") return tunekit::from_kernel_tuner_cache(path, std::move(o));
-  return tunekit::ReplayKernel::from_csv(path, std::move(o));
+  return tunekit::replay_from_file(path, std::move(o));
 }
 
 }  // namespace
@@ -571,8 +570,8 @@ PYBIND11_MODULE(_tunekit, m) {
   py::class_<tunekit::ReplayKernel>(m, "ReplayKernel", "A recorded tuning space replayed offline")
       .def_static("load", &load_dataset, py::arg("path"), py::arg("overhead") = 1.0, py::arg("flop") = 0.0,
                   py::arg("name") = "",
-                  "A dataset CSV (shared/datasets), or a Kernel Tuner cache file or T4 results file (.json), as "
-                  "tunekit-replay loads them")
+                  "A dataset CSV (shared/datasets), or a Kernel Tuner cache file or T4 results file (.json), "
+                  "gzipped or not (.gz), as tunekit-replay loads them")
       .def_property_readonly("space", [](const tunekit::ReplayKernel& k) {
         return PySpace{k.space(), std::make_shared<PythonErrorSlot>()};
       })

@@ -45,7 +45,8 @@ runs the same command line, e.g. mpirun -np 5 tunekit-replay --dataset FILE.csv.
 options:
   --dataset FILE.csv     recorded space (format: shared/datasets/README.md), or a
                          Kernel Tuner cache file or T4 results file FILE.json
-                         (docs/getting-started.md) (required)
+                         (docs/getting-started.md), either one gzipped or not
+                         (FILE.csv.gz, FILE.json.gz) (required)
 )";
 
 // The --tuner line, whose default is the library's (default_preset).
@@ -353,12 +354,6 @@ void write_summary(const Args& args, const nlohmann::json& summary, tunekit::cli
   js << summary.dump(2) << '\n';
 }
 
-// A dataset CSV, or a Kernel Tuner cache file (by its extension .json).
-tunekit::ReplayKernel load_dataset(const std::filesystem::path& path, tunekit::ReplayOptions options) {
-  if (path.extension() == ".json") return tunekit::from_kernel_tuner_cache(path, std::move(options));
-  return tunekit::ReplayKernel::from_csv(path, std::move(options));
-}
-
 int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine& cl) {
   try {
     std::vector<tunekit::ReplayKernel> kernels;
@@ -367,11 +362,11 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
     double optimum = 0.0;
     for (std::size_t i = 0; i < args.datasets.size(); ++i) {
       const std::filesystem::path path(args.datasets[i]);
-      std::string name = path.stem().string();
+      std::string name = tunekit::recorded_space_name(path);
       if (std::find(names.begin(), names.end(), name) != names.end()) name += "#" + std::to_string(i + 1);
       names.push_back(name);
-      kernels.push_back(load_dataset(path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name,
-                                            .sleep_scale = args.sleep}));
+      kernels.push_back(tunekit::replay_from_file(
+          path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name, .sleep_scale = args.sleep}));
       // Ansor's operator tag: the dataset's kernel family, its file name up to the first '_'.
       tasks.push_back({.name = name, .weight = args.weights[i], .flop = args.flops[i],
                        .tag = name.substr(0, name.find('_'))});
@@ -562,8 +557,8 @@ int main(int argc, char** argv) {
 
   if (args.multi) return run_multi(args, run.multi, cl);
   try {
-    auto kernel = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {},
-                                               .sleep_scale = args.sleep});
+    auto kernel = tunekit::replay_from_file(
+        args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}, .sleep_scale = args.sleep});
     const std::size_t valid = kernel.row_count();
     if (!mpi_worker)
       std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
@@ -659,7 +654,8 @@ int main(int argc, char** argv) {
     // c_bar measures every config of the space: with the kernel that does not sleep (--sleep).
     std::optional<tunekit::ReplayKernel> unslept;
     if (args.sleep > 0)
-      unslept = load_dataset(args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+      unslept = tunekit::replay_from_file(args.dataset,
+                                          {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
     const auto baseline = tunekit::time_score_baseline(
         kernel.recorded_times_ms(), run.seconds_per_config(unslept ? *unslept : kernel, args), args.budget);
     std::vector<double> p;

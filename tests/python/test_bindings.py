@@ -1,6 +1,7 @@
 """The bindings: spaces, ask/tell, presets, logs with resume, errors, replay, the GIL."""
 
 import csv
+import gzip
 import itertools
 import json
 import subprocess
@@ -228,6 +229,28 @@ def test_replay_errors(tmp_path):
         tk.ReplayKernel.load(bad)
     with pytest.raises(tk.DatasetError, match=r"cannot open dataset '.*missing\.csv'"):
         tk.ReplayKernel.load(tmp_path / "missing.csv")
+
+
+def test_a_gzipped_dataset_or_cache_loads_as_the_file_it_holds(datasets, tmp_path):
+    # Written by Python's gzip (zlib), read by tunekit's own decompression.
+    plain = datasets / "gemm_RTX_3090.csv"
+    zipped = tmp_path / "gemm_RTX_3090.csv.gz"
+    zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=9))
+    a, b = tk.ReplayKernel.load(plain), tk.ReplayKernel.load(zipped)
+    assert b.name == "gemm_RTX_3090"
+    assert (b.row_count, b.failed_count, b.optimum_ms) == (a.row_count, a.failed_count, a.optimum_ms)
+    config = a.space.sample(tk.Rng(5))
+    assert b.recorded_ms(config) == a.recorded_ms(config)
+    cache = tmp_path / "run.json.gz"
+    cache.write_bytes(gzip.compress(json.dumps({
+        "tune_params_keys": ["x"], "tune_params": {"x": [1, 2]}, "objective": "time",
+        "cache": {"1": {"x": 1, "time": 2.5}, "2": {"x": 2, "time": "InvalidConfig"}}}).encode()))
+    k = tk.ReplayKernel.load(cache)
+    assert (k.name, k.row_count, k.failed_count, k.optimum_ms) == ("run", 2, 1, 2.5)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(zipped.read_bytes()[:-100])
+    with pytest.raises(tk.DatasetError, match=r"cut\.csv\.gz: gzip: at byte \d+: the compressed data ends early"):
+        tk.ReplayKernel.load(cut)
 
 
 def read_cli_trials(replay_bin, dataset, preset, budget, seeds, out):

@@ -14,14 +14,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# clang 14 and its runtime libraries (libFuzzer, the sanitizers), and the headers the parsers use.
-scripts/install-deps.sh --only clang-14 libclang-rt-14-dev libeigen3-dev libboost-dev nlohmann-json3-dev
+# clang 14 and its runtime libraries (libFuzzer, the sanitizers), the headers the parsers use, and
+# zlib (the gzip target compares gunzip with it).
+scripts/install-deps.sh --only clang-14 libclang-rt-14-dev libeigen3-dev libboost-dev nlohmann-json3-dev zlib1g-dev
 
 cxx=${FUZZ_CXX:-clang++-14}
 out=build-fuzz
 runs=${FUZZ_RUNS:-4000}
 seconds=${FUZZ_SECONDS:-}
-all_targets=(record_line log_file dataset_csv kernel_tuner_cache config_text)
+all_targets=(record_line log_file dataset_csv kernel_tuner_cache config_text gzip)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 # -g1: line tables, all a report's stack trace needs (compiles faster than -g).
 flags=(-std=c++20 -O1 -g1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
@@ -38,7 +39,9 @@ for t in "${targets[@]}"; do
     continue
   fi
   echo "fuzz: building $t"
-  "$cxx" "${flags[@]}" "fuzz/$t.cpp" -o "$bin.tmp" && mv "$bin.tmp" "$bin" &
+  libs=()
+  [[ $t == gzip ]] && libs=(-lz)
+  "$cxx" "${flags[@]}" "fuzz/$t.cpp" "${libs[@]}" -o "$bin.tmp" && mv "$bin.tmp" "$bin" &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done

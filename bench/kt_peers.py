@@ -4,9 +4,10 @@
     PYTHONPATH=../shared/vendor/kernel_tuner:../shared/vendor/python-constraint:../shared/vendor/meta \\
         /usr/bin/python3 bench/kt_peers.py --dataset FILE.csv [--seeds 25] [--budget 400] [--strategies a,b]
 
-The dataset (shared/datasets' format, e.g. one that examples/record_space wrote) becomes a Kernel
-Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a failed row
-RuntimeFailedConfig. Each strategy then tunes it in Kernel Tuner's simulation mode with
+The dataset (shared/datasets' format, e.g. one that examples/record_space wrote; or a Kernel Tuner
+cache file FILE.json, such as benchmark_hub's; either one gzipped, FILE.csv.gz or FILE.json.gz)
+becomes a Kernel Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a
+failed row RuntimeFailedConfig. Each strategy then tunes it in Kernel Tuner's simulation mode with
 max_fevals = budget, seeds 0 .. seeds-1 (numpy's and Python's generators seeded before each run).
 The score is PEERS.md's found score: the space's best recorded time / the recorded time of the best
 config among the first B distinct configs measured (failed ones count toward B); the table gives
@@ -18,6 +19,7 @@ numbers and each run's curve.
 """
 
 import argparse
+import gzip
 import json
 import math
 import random
@@ -33,38 +35,100 @@ STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "baye
 BUDGETS = [25, 50, 100, 200, 400]
 
 
-def read_rows(csv_path):
-    """A recorded space (shared/datasets' CSV format): the knob names and each row's fields as
-    strings (the knobs' values, then time_ms and samples). bench/optuna_peers.py and
-    bench/peer_bar.py read it too."""
-    lines = Path(csv_path).read_text().splitlines()
-    return lines[0].split(",")[:-2], [line.split(",") for line in lines[1:] if line]
+def read_text(path):
+    """A file's text, decompressed when it is gzipped (told by its first bytes, as tunekit's readers
+    tell it)."""
+    data = Path(path).read_bytes()
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode()
 
 
-def dataset_as_cache(csv_path, out, samples=True):
-    """The dataset as a Kernel Tuner cache file (kernel_tuner/util.py: process_cache's format): "time"
-    each row's recorded mean in ms, a failed row RuntimeFailedConfig, and with `samples` "times" its
-    samples (Kernel Tuner's simulation answers with "time" alone; tunekit-replay, reading the cache,
-    replays "times" where there are any). Returns (tune_params, {config values: recorded ms},
-    optimum ms). tests/python/test_kernel_tuner.py uses it too."""
-    names, rows = read_rows(csv_path)
-    tune_params = {n: sorted({int(r[i]) for r in rows}) for i, n in enumerate(names)}
+def space_name(path):
+    """The space's name as tunekit-replay gives it: the file's name without its extension, nor a
+    .gz before that (convolution_A100 of convolution_A100.json.gz)."""
+    p = Path(path)
+    return Path(p.stem).stem if p.suffix == ".gz" else p.stem
+
+
+def text_key(v):
+    """Sorts a knob's values: numbers ascending, then strings."""
+    return (isinstance(v, str), v)
+
+
+def read_recorded(path):
+    """A recorded space as tunekit-replay --dataset reads one: a shared/datasets CSV, or a Kernel
+    Tuner cache file (.json), either one gzipped (.gz; benchmark_hub's caches are). Returns
+    (tune_params, recorded): each knob's values in order, and {config values: (recorded mean ms,
+    samples ms)}, a failed config's mean inf with no samples. A CSV's values are ints, ascending.
+    A cache's are its entries' JSON values (true/false as 1/0, as tunekit reads them) in the order
+    of its "tune_params", its "time" the mean (a string such as "InvalidConfig" a failed config)
+    and its "times" the samples (else "time" alone); a cache still being written (no closing
+    brackets) is read as Kernel Tuner reads it. bench/optuna_peers.py and bench/peer_bar.py read
+    spaces by it too."""
+    p = Path(path)
+    text = read_text(path)
+    recorded = {}
+    if (Path(p.stem).suffix if p.suffix == ".gz" else p.suffix) == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = json.loads(text.rstrip().rstrip(",") + "}}")
+        if not isinstance(doc, dict) or "cache" not in doc or "tune_params_keys" not in doc:
+            raise SystemExit(f"{path}: not a Kernel Tuner cache file (a T4 results file loads in tunekit-replay, "
+                             "not in the peer scripts)")
+        names = doc["tune_params_keys"]
+
+        def value(v):
+            return int(v) if isinstance(v, bool) else v
+
+        for entry in doc["cache"].values():
+            t = entry.get("time")
+            ok = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
+            recorded[tuple(value(entry[n]) for n in names)] = (
+                (float(t), [float(x) for x in entry.get("times") or [t]]) if ok else (math.inf, []))
+        listed = doc.get("tune_params", {})
+        tune_params = {}
+        for i, n in enumerate(names):
+            seen = {k[i] for k in recorded}
+            order = [value(v) for v in listed.get(n, [])]
+            tune_params[n] = [v for v in order if v in seen] if seen <= set(order) else sorted(seen, key=text_key)
+    else:
+        lines = text.splitlines()
+        names = lines[0].split(",")[:-2]
+        for line in lines[1:]:
+            if line:
+                r = line.split(",")
+                t = float(r[-2])
+                recorded[tuple(int(v) for v in r[:-2])] = (t, [float(x) for x in r[-1].split(";")]
+                                                              if math.isfinite(t) else [])
+        tune_params = {n: sorted({k[i] for k in recorded}) for i, n in enumerate(names)}
+    if not recorded:
+        raise SystemExit(f"{path}: no recorded configs")
+    return tune_params, recorded
+
+
+def dataset_as_cache(path, out, samples=True):
+    """A recorded space (read_recorded) as a Kernel Tuner cache file (kernel_tuner/util.py:
+    process_cache's format): "time" each config's recorded mean in ms, a failed one
+    RuntimeFailedConfig, and with `samples` "times" its samples (Kernel Tuner's simulation answers
+    with "time" alone; tunekit-replay, reading the cache, replays "times" where there are any).
+    Returns (tune_params, {config values: recorded ms}, optimum ms). tests/python/test_kernel_tuner.py
+    uses it too."""
+    tune_params, rows = read_recorded(path)
+    names = list(tune_params)
     cache, recorded = {}, {}
-    for r in rows:
-        values = tuple(int(v) for v in r[:-2])
+    for values, (t, times) in rows.items():
         entry = dict(zip(names, values))
-        t = float(r[-2])
         if math.isinf(t):
             entry["time"] = "RuntimeFailedConfig"
         else:
             entry["time"] = t
             if samples:
-                entry["times"] = [float(x) for x in r[-1].split(";")]
+                entry["times"] = times
         entry.update(compile_time=0, verification_time=0, benchmark_time=0, strategy_time=0, framework_time=0,
                      timestamp="recorded")
         cache[",".join(map(str, values))] = entry
         recorded[values] = t
-    Path(out).write_text(json.dumps({"device_name": "recorded", "kernel_name": Path(csv_path).stem,
+    Path(out).write_text(json.dumps({"device_name": "recorded", "kernel_name": space_name(path),
                                      "problem_size": 0, "tune_params_keys": names, "tune_params": tune_params,
                                      "objective": "time", "cache": cache}))
     return tune_params, recorded, min(recorded.values())
@@ -121,7 +185,7 @@ def main():
     budgets = [b for b in BUDGETS if b <= args.budget]
     out, not_run = {}, []
     # PEERS.md's layout, which bench/search_efficiency.sh reads (the best peer per cell).
-    print(f"## {Path(args.dataset).stem}\n")
+    print(f"## {space_name(args.dataset)}\n")
     print(f"{len(recorded)} configs, best {optimum:g} ms; Kernel Tuner {kernel_tuner.__version__}, simulation mode, "
           f"budget {args.budget}; s/run: seconds per run of the strategy (its search)\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + f" | e95 | e99 | n@{args.budget} | s/run |")
@@ -134,7 +198,7 @@ def main():
                 np.random.seed(seed)
                 start = time.perf_counter()
                 results, _ = kernel_tuner.tune_kernel(
-                    Path(args.dataset).stem, "__global__ void k() {}", 0, [], tune_params,
+                    space_name(args.dataset), "__global__ void k() {}", 0, [], tune_params,
                     restrictions=recorded_only, strategy=name, strategy_options=dict(max_fevals=args.budget),
                     verbose=False, quiet=True, cache=str(cache), simulation_mode=True)
                 took.append(time.perf_counter() - start)

@@ -4,6 +4,8 @@
     /usr/bin/python3 bench/optuna_peers.py --dataset FILE.csv [--seeds 25] [--budget 400]
         [--max-trials N] [--samplers tpe,tpe_multivariate] [--json FILE]
 
+FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not).
+
 Each knob is a categorical parameter over its recorded values (`suggest_categorical`), the study
 minimises the recorded mean time, and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:
 10 random start-up trials, gamma 0.1 capped at 25, 24 candidates; `multivariate=True` for
@@ -37,26 +39,27 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to, read_rows, score_at  # noqa: E402
+from kt_peers import BUDGETS, evals_to, read_recorded, score_at, space_name, text_key  # noqa: E402
 
 SAMPLERS = ["tpe", "tpe_multivariate"]
 OUTSIDE = 1e9  # the answer for a combination outside the recorded set
 
 
-def read_space(csv_path):
-    """(knob names, {config values: recorded ms}, optimum ms) of a shared/datasets CSV."""
-    names, rows = read_rows(csv_path)
-    recorded = {tuple(int(v) for v in r[:len(names)]): float(r[len(names)]) for r in rows}
+def read_space(path):
+    """(knob names, {config values: recorded ms}, optimum ms) of a recorded space (a dataset CSV or
+    a Kernel Tuner cache, gzipped or not: kt_peers.read_recorded)."""
+    tune_params, rows = read_recorded(path)
+    recorded = {values: t for values, (t, _) in rows.items()}
     finite = [t for t in recorded.values() if math.isfinite(t)]
     if not finite:
-        raise SystemExit(f"{csv_path}: no config ran")
-    return names, recorded, min(finite)
+        raise SystemExit(f"{path}: no config ran")
+    return list(tune_params), recorded, min(finite)
 
 
 def run(optuna, names, recorded, optimum, budget, seed, multivariate, max_trials):
     """One study of at most `max_trials` trials; the found score after each distinct recorded
     config (at most `budget`)."""
-    values = {n: sorted({k[i] for k in recorded}) for i, n in enumerate(names)}
+    values = {n: sorted({k[i] for k in recorded}, key=text_key) for i, n in enumerate(names)}
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, multivariate=multivariate))
     seen, best, curve = set(), math.inf, []
     for _ in range(max_trials):
@@ -97,7 +100,7 @@ def main():
     names, recorded, optimum = read_space(args.dataset)
     max_trials = args.max_trials or 4 * args.budget
     budgets = [b for b in BUDGETS if b <= args.budget]
-    print(f"## {Path(args.dataset).stem}\n")
+    print(f"## {space_name(args.dataset)}\n")
     print(f"{len(recorded)} configs, best {optimum:g} ms; Optuna {optuna.__version__}, budget {args.budget}, "
           f"at most {max_trials} trials; s/run: seconds per run of the sampler\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + f" | e95 | e99 | n@{args.budget} | s/run |")

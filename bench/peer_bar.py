@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/peer_bar.py --dataset FILE.csv --trials RUN.csv PEERS.json [PEERS.json ...]
 
+FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not).
 RUN.csv is `tunekit-replay --out` (any number of seeds); each PEERS.json is the --json of
 bench/kt_peers.py or bench/optuna_peers.py (each strategy's curves, one per seed). Scores are
 PEERS.md's found score: the space's best recorded time / the recorded time of the best config among
@@ -27,14 +28,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to, read_rows, score_at  # noqa: E402
+from kt_peers import BUDGETS, evals_to, read_recorded, score_at, space_name  # noqa: E402
 
 
-def read_dataset(csv_path):
-    """(knob names, rows of knob values, recorded ms per row, optimum ms)."""
-    names, rows = read_rows(csv_path)
-    times = [float(r[len(names)]) for r in rows]
-    return names, [r[:len(names)] for r in rows], times, min(times)
+def read_dataset(path):
+    """(knob names, rows of knob values as tunekit's config text writes them, recorded ms per row,
+    optimum ms) of a recorded space (a dataset CSV or a Kernel Tuner cache, gzipped or not:
+    kt_peers.read_recorded). A number is written as JSON writes it, a string as it is."""
+    tune_params, rows = read_recorded(path)
+    values = [[v if isinstance(v, str) else json.dumps(v) for v in k] for k in rows]
+    times = [t for t, _ in rows.values()]
+    return list(tune_params), values, times, min(times)
 
 
 def tunekit_curves(trials_csv, dataset):
@@ -80,7 +84,7 @@ def main():
     runs_to[args.label] = budget
     rng = random.Random(1)
 
-    print(f"## {Path(args.dataset).stem}\n")
+    print(f"## {space_name(args.dataset)}\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + " | e95 | e99 |")
     print("|---|---|" + "---|" * (len(budgets) + 2))
     everyone = [(args.label, ours)] + sorted(peers.items())

@@ -11,8 +11,10 @@
 #   bench/search_efficiency.sh [OUT]      (after scripts/build.sh)
 #   TUNERS="tpe-local autotvm" PLANS="32" bench/search_efficiency.sh OUT   (a subset)
 #   TUNEKIT_DATASETS=DIR [TUNEKIT_PEERS=FILE.md] bench/search_efficiency.sh OUT
-#     (other spaces: the *.csv of DIR, against the peers of DIR/PEERS.md or of FILE.md, e.g.
-#     bench/synthetic_peers.md for bench/synthetic_spaces.py --seed 3030 --count 8)
+#     (other spaces: the datasets (*.csv) and Kernel Tuner caches (*.json) of DIR, gzipped or not
+#     (*.csv.gz, *.json.gz, as benchmark_hub's caches), against the peers of DIR/PEERS.md or of
+#     FILE.md, e.g. bench/synthetic_peers.md for bench/synthetic_spaces.py --seed 3030 --count 8,
+#     or a PEERS.md that bench/kt_peers.py and bench/optuna_peers.py wrote for the caches)
 #
 # Every preset at plan sizes 64 and 32 takes about an hour on 2 cores (55 min beside two builds;
 # the forest pipelines' search is most of it); tpe-local alone takes seconds. The runs are deterministic: a seed gives
@@ -26,8 +28,12 @@ replay=build/tools/tunekit-replay
 tuners=${TUNERS:-tpe-local tpe-gp tpe-gp-rf tpe-gp-rf-restarts random autotvm rfei-sa rfei-csa adatune chameleon sa-as ppo}
 plans=${PLANS:-64 32}
 mkdir -p "$out"
-for csv in "$datasets"/*.csv; do
-  name=$(basename "$csv" .csv)
+shopt -s nullglob
+spaces=("$datasets"/*.csv "$datasets"/*.csv.gz "$datasets"/*.json "$datasets"/*.json.gz)
+[[ ${#spaces[@]} -gt 0 ]] || { echo "search_efficiency: no recorded space in $datasets" >&2; exit 2; }
+for csv in "${spaces[@]}"; do
+  name=$(basename "$csv" .gz)
+  name=${name%.*}
   for plan in $plans; do
     for tuner in $tuners; do
       # random search and the tpe-* presets choose their own batches: one run, at plan size 64.
@@ -58,7 +64,7 @@ def fmt(v):
     return ">400" if v is None else f"{v:.0f}"
 level = {}
 for ds in sorted({r["dataset"] for r in runs}):
-    name = ds.removesuffix(".csv")
+    name = re.sub(r"\.(csv|json)(\.gz)?$", "", ds)
     print(f"\n#### {name}\n")
     print("| tuner | plan | B=25 | B=50 | B=100 | B=200 | B=400 | e95 | e99 | held 100 | held 400 | P |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -1,7 +1,11 @@
 """bench/peer_bar.py and bench/optuna_peers.py: the found score they compute, against a hand
-computation on a small space and against tunekit-replay's own summary on a recorded one."""
+computation on a small space and against tunekit-replay's own summary on a recorded one; and the
+reader of recorded spaces the peer scripts share (bench/kt_peers.py: read_recorded) on Kernel
+Tuner caches, gzipped or not."""
 
+import gzip
 import importlib.util
+import itertools
 import json
 import math
 import subprocess
@@ -117,3 +121,62 @@ def test_optuna_peers_scores_a_run_that_met_no_recorded_config_as_0(tmp_path):
     row = json.loads(out.read_text())["optuna_tpe"]
     assert row["empty_runs"] == empty
     assert f"{empty} of 20 runs met no recorded config" in done.stdout
+
+
+def test_peer_scripts_read_a_gzipped_or_open_cache_as_the_dataset_it_holds(tmp_path):
+    """kt_peers.read_recorded (which all three scripts read spaces by) on a Kernel Tuner cache made
+    from SMALL, gzipped or not, and on the same cache cut off as Kernel Tuner leaves one it is still
+    writing: the same knobs, values, means and samples as on SMALL itself."""
+    kt_peers = load("kt_peers")
+    csv = tmp_path / "small.csv"
+    csv.write_text(SMALL)
+    expected = kt_peers.read_recorded(csv)
+    assert expected[0] == {"a": [1, 2, 3], "b": [1, 2, 3], "c": [7]}
+    assert expected[1][(1, 3, 7)] == (math.inf, []) and expected[1][(2, 2, 7)] == (1.0, [1.0])
+    cache = tmp_path / "small.json"
+    kt_peers.dataset_as_cache(csv, cache)
+    zipped = tmp_path / "small.json.gz"
+    zipped.write_bytes(gzip.compress(cache.read_bytes()))
+    text = cache.read_text()
+    assert text.endswith("}}")
+    still_open = tmp_path / "open.json"
+    still_open.write_text(text[:-2] + ",\n")
+    for path in (cache, zipped, still_open):
+        assert kt_peers.read_recorded(path) == expected
+    assert kt_peers.space_name(zipped) == "small"
+    t4 = tmp_path / "run_T4.json"
+    t4.write_text('{"schema_version": "1.0.0", "results": []}')
+    with pytest.raises(SystemExit, match="not a Kernel Tuner cache file"):
+        kt_peers.read_recorded(t4)
+
+
+def test_peer_bar_on_a_gzipped_cache_of_float_string_and_bool_knobs_matches_tunekit_replay(replay_bin, tmp_path):
+    """A cache whose knobs are floats, strings and booleans, gzipped: peer_bar writes its values as
+    tunekit's config text does (0.25, tiled, 1), so the found-score medians it computes from a
+    tunekit-replay --out run on the same file equal tunekit-replay's own."""
+    peer_bar = load("peer_bar")
+    tune_params = {"bx": [32, 64, 128], "w": [0.25, 0.5, 1.0, 2.5], "layout": ["row", "col", "tiled"],
+                   "vec": [True, False]}
+    cache = {}
+    for i, (bx, w, layout, vec) in enumerate(itertools.product(*tune_params.values())):
+        entry = {"bx": bx, "w": w, "layout": layout, "vec": vec}
+        if bx == 128 and layout == "tiled":
+            entry["time"] = "InvalidConfig"
+        else:
+            t = 1 + abs(bx - 64) / 32 + abs(w - 1.0) + {"row": 0.5, "col": 1.0, "tiled": 0.0}[layout] + 0.3 * (not vec)
+            entry.update(time=t, times=[t * (1 + 0.01 * (i % 5 - 2)), t, t * (1 - 0.01 * (i % 5 - 2))])
+        cache[",".join(map(str, entry.values()))] = entry
+    path = tmp_path / "mixed.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"tune_params_keys": list(tune_params), "tune_params": tune_params,
+                                               "objective": "time", "cache": cache}).encode()))
+    dataset = peer_bar.read_dataset(path)
+    assert dataset[0] == ["bx", "w", "layout", "vec"] and ["32", "0.25", "row", "1"] in dataset[1]
+    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+    subprocess.run([str(replay_bin), "--dataset", str(path), "--tuner", "tpe-local", "--seeds", "3", "--budget", "50",
+                    "--quiet", "--out", str(out), "--summary-json", str(summary)], check=True, capture_output=True)
+    curves = peer_bar.tunekit_curves(out, dataset)
+    assert len(curves) == 3 and all(len(c) == 50 for c in curves)
+    expected = json.loads(summary.read_text())["found_score_median"]
+    assert set(expected) == {"25", "50"}
+    for b, value in expected.items():
+        assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)

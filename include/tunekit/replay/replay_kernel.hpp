@@ -84,6 +84,10 @@ struct ReplayLabels {
 
 namespace detail {
 
+/// The most bytes a gzipped recorded space may decompress to (1 GiB: far above the largest
+/// brute-force caches, and a bound on what a damaged or hostile file makes tunekit allocate).
+inline constexpr std::size_t max_recorded_bytes = std::size_t{1} << 30;
+
 /// The content of a recorded space's file, decompressed when it is gzipped (told by its first
 /// bytes, not its name). Throws DatasetError naming `what` and the file.
 inline std::string read_recorded_file(const std::filesystem::path& path, const std::string& what) {
@@ -93,7 +97,7 @@ inline std::string read_recorded_file(const std::filesystem::path& path, const s
   if (in.bad()) throw DatasetError("cannot read " + what + " '" + path.string() + "'");
   if (!is_gzip(bytes)) return bytes;
   try {
-    return gunzip(bytes);
+    return gunzip(bytes, max_recorded_bytes);
   } catch (const GzipError& e) {
     throw DatasetError(path.string() + ": " + e.what());
   }

@@ -120,7 +120,7 @@ inline std::string recorded_space_name(const std::filesystem::path& path) {
 /// runtime_error. Simulated cost: the overhead per config plus the returned run times.
 class ReplayKernel {
  public:
-  /// Reads a dataset file (gzipped or not); the task name is the file's stem unless
+  /// Reads a dataset file (gzipped or not); the task name is recorded_space_name(path) unless
   /// `options.name` is set.
   static ReplayKernel from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
     std::istringstream in(detail::read_recorded_file(path, "dataset"));

@@ -42,11 +42,16 @@ def read_text(path):
     return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode()
 
 
+def without_gz(path):
+    """The name of the file that `path` holds: without its .gz, if any."""
+    p = Path(path)
+    return Path(p.stem) if p.suffix == ".gz" else Path(p.name)
+
+
 def space_name(path):
     """The space's name as tunekit-replay gives it: the file's name without its extension, nor a
     .gz before that (convolution_A100 of convolution_A100.json.gz)."""
-    p = Path(path)
-    return Path(p.stem).stem if p.suffix == ".gz" else p.stem
+    return without_gz(path).stem
 
 
 def text_key(v):
@@ -64,10 +69,9 @@ def read_recorded(path):
     and its "times" the samples (else "time" alone); a cache still being written (no closing
     brackets) is read as Kernel Tuner reads it. bench/optuna_peers.py and bench/peer_bar.py read
     spaces by it too."""
-    p = Path(path)
     text = read_text(path)
     recorded = {}
-    if (Path(p.stem).suffix if p.suffix == ".gz" else p.suffix) == ".json":
+    if without_gz(path).suffix == ".json":
         try:
             doc = json.loads(text)
         except json.JSONDecodeError:

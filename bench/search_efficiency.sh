@@ -31,8 +31,8 @@ mkdir -p "$out"
 shopt -s nullglob
 spaces=("$datasets"/*.csv "$datasets"/*.csv.gz "$datasets"/*.json "$datasets"/*.json.gz)
 [[ ${#spaces[@]} -gt 0 ]] || { echo "search_efficiency: no recorded space in $datasets" >&2; exit 2; }
-for csv in "${spaces[@]}"; do
-  name=$(basename "$csv" .gz)
+for space in "${spaces[@]}"; do
+  name=$(basename "$space" .gz)
   name=${name%.*}
   for plan in $plans; do
     for tuner in $tuners; do
@@ -40,7 +40,7 @@ for csv in "${spaces[@]}"; do
       if [[ ($tuner == random || $tuner == tpe-*) && $plan != 64 ]]; then continue; fi
       json="$out/$name-$tuner-$plan.json"
       [[ -s $json ]] && continue
-      "$replay" --dataset "$csv" --tuner "$tuner" --plan-size "$plan" --budget 400 --seeds 25 \
+      "$replay" --dataset "$space" --tuner "$tuner" --plan-size "$plan" --budget 400 --seeds 25 \
         --quiet --summary-json "$json" > /dev/null
     done
   done

@@ -111,7 +111,6 @@ TEST_CASE("gunzip: zlib's streams of every level and strategy decompress to thei
   // Levels 0 (stored blocks), 1, 6, 9; the strategies that favour fixed codes, Huffman-only and
   // run-length blocks; memory levels 1-9 (different block lengths and dynamic codes).
   std::mt19937_64 rng(42);
-  int streams = 0;
   for (int trial = 0; trial < 24; ++trial) {
     const std::size_t n = trial < 8 ? rng() % 64 : rng() % 150000;
     const auto content = random_content(rng, n, trial % 4);
@@ -120,10 +119,8 @@ TEST_CASE("gunzip: zlib's streams of every level and strategy decompress to thei
         const auto gz = zlib_gzip(content, level, strategy, 1 + static_cast<int>(rng() % 9));
         REQUIRE(tunekit::is_gzip(gz));
         CHECK(tunekit::gunzip(gz) == content);
-        ++streams;
       }
   }
-  CHECK(streams == 24 * 4 * 5);
 }
 
 TEST_CASE("gunzip: header fields, several members and the padding after them") {

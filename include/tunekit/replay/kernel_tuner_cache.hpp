@@ -449,8 +449,7 @@ inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, R
 /// DatasetError.
 inline ReplayKernel replay_from_file(const std::filesystem::path& path, ReplayOptions options = {},
                                      std::ostream* warnings = &std::cerr) {
-  const auto inner = path.extension() == ".gz" ? path.stem().extension() : path.extension();
-  if (inner == ".json") return from_kernel_tuner_cache(path, std::move(options), warnings);
+  if (detail::without_gz(path).extension() == ".json") return from_kernel_tuner_cache(path, std::move(options), warnings);
   return ReplayKernel::from_csv(path, std::move(options));
 }
 

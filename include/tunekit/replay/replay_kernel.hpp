@@ -103,12 +103,18 @@ inline std::string read_recorded_file(const std::filesystem::path& path, const s
   }
 }
 
+/// The name of the file a recorded space's file holds: without its `.gz`, if any (`run.json` of
+/// `run.json.gz` and of `run.json`).
+inline std::filesystem::path without_gz(const std::filesystem::path& path) {
+  return path.extension() == ".gz" ? path.stem() : path.filename();
+}
+
 }  // namespace detail
 
 /// The task name of a recorded space's file: its name without its extension, nor `.gz` before
 /// that (`run` of `run.json` and of `run.json.gz`).
 inline std::string recorded_space_name(const std::filesystem::path& path) {
-  return (path.extension() == ".gz" ? path.stem().stem() : path.stem()).string();
+  return detail::without_gz(path).stem().string();
 }
 
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more

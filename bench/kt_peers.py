@@ -7,8 +7,10 @@
 The dataset (shared/datasets' format, e.g. one that examples/record_space wrote; or a Kernel Tuner
 cache file FILE.json, such as benchmark_hub's; either one gzipped, FILE.csv.gz or FILE.json.gz)
 becomes a Kernel Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a
-failed row RuntimeFailedConfig. Each strategy then tunes it in Kernel Tuner's simulation mode with
-max_fevals = budget, seeds 0 .. seeds-1 (numpy's and Python's generators seeded before each run).
+failed row RuntimeFailedConfig (for a cache of another objective, or with --objective NAME
+[--higher-is-better yes|no], its replayed value as tunekit-replay replays it: read_recorded).
+Each strategy then tunes it in Kernel Tuner's simulation mode with max_fevals = budget, seeds
+0 .. seeds-1 (numpy's and Python's generators seeded before each run).
 The score is PEERS.md's found score: the space's best recorded time / the recorded time of the best
 config among the first B distinct configs measured (failed ones count toward B); the table gives
 its median over the seeds at each B, e95/e99 the median number of distinct configs measured to
@@ -59,18 +61,38 @@ def text_key(v):
     return (isinstance(v, str), v)
 
 
-def read_recorded(path):
+# Kernel Tuner's objective_default_map (kernel_tuner/util.py): whether higher is better.
+HIGHER_IS_BETTER = {"time": False, "energy": False, "cost": False, "loss": False, "fitness": True,
+                    "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True, "GFLOPS/W": True,
+                    "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True}
+FAILURES = ("InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig", "ErrorConfig")
+
+
+def add_objective_arguments(ap):
+    """--objective and --higher-is-better, as tunekit-replay takes them (read_recorded)."""
+    ap.add_argument("--objective", help="what a cache is replayed by (default: its own objective)")
+    ap.add_argument("--higher-is-better", choices=["yes", "no"],
+                    help="the objective's direction (default: Kernel Tuner's for its name)")
+
+
+def read_recorded(path, objective=None, higher_is_better=None):
     """A recorded space as tunekit-replay --dataset reads one: a shared/datasets CSV, or a Kernel
     Tuner cache file (.json), either one gzipped (.gz; benchmark_hub's caches are). Returns
     (tune_params, recorded): each knob's values in order, and {config values: (recorded mean ms,
     samples ms)}, a failed config's mean inf with no samples. A CSV's values are ints, ascending.
     A cache's are its entries' JSON values (true/false as 1/0, as tunekit reads them) in the order
-    of its "tune_params", its "time" the mean (a string such as "InvalidConfig" a failed config)
-    and its "times" the samples (else "time" alone); a cache still being written (no closing
-    brackets) is read as Kernel Tuner reads it. bench/optuna_peers.py and bench/peer_bar.py read
-    spaces by it too."""
+    of its "tune_params", its "time" the mean (an entry with a value such as "InvalidConfig", its
+    "__error__" or its "time", a failed config) and its "times" the samples (else "time" alone); a cache still
+    being written (no closing brackets) is read as Kernel Tuner reads it. A cache is read by the
+    objective it names, or by `objective` (tunekit-replay --objective: docs/getting-started.md,
+    "Replaying another objective"): for another than time each entry's value of it is its mean
+    and only sample, as it is or, where higher is better (`higher_is_better` "yes"/"no", else
+    Kernel Tuner's default for the name), as 1 / it, so that scores are ratios of its values as
+    tunekit-replay's are. bench/optuna_peers.py and bench/peer_bar.py read spaces by it too."""
     text = read_text(path)
     recorded = {}
+    if without_gz(path).suffix != ".json" and objective not in (None, "time"):
+        raise SystemExit(f"{path}: a dataset CSV records time alone, not the objective '{objective}'")
     if without_gz(path).suffix == ".json":
         try:
             doc = json.loads(text)
@@ -80,15 +102,36 @@ def read_recorded(path):
             raise SystemExit(f"{path}: not a Kernel Tuner cache file (a T4 results file loads in tunekit-replay, "
                              "not in the peer scripts)")
         names = doc["tune_params_keys"]
+        own = doc.get("objective")
+        if isinstance(own, list):
+            if len(own) > 1 and objective is None:
+                raise SystemExit(f"{path}: it was tuned for the objectives {own}; say which one to replay (--objective)")
+            own = own[0] if own else None
+        objective = objective or own or "time"
+        higher = {"yes": True, "no": False}.get(higher_is_better, HIGHER_IS_BETTER.get(objective))
+        if higher is None:
+            raise SystemExit(f"{path}: Kernel Tuner knows no direction for the objective '{objective}'; "
+                             "say whether higher is better (--higher-is-better yes|no)")
+        if objective == "time" and higher:
+            raise SystemExit(f"{path}: the objective time is better lower, not higher")
 
         def value(v):
             return int(v) if isinstance(v, bool) else v
 
+        def positive(x):
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
         for entry in doc["cache"].values():
-            t = entry.get("time")
-            ok = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
-            recorded[tuple(value(entry[n]) for n in names)] = (
-                (float(t), [float(x) for x in entry.get("times") or [t]]) if ok else (math.inf, []))
+            key = tuple(value(entry[n]) for n in names)
+            failed = any(isinstance(x, str) and x in FAILURES for x in entry.values())  # as Kernel Tuner's read_cache
+            v = entry.get(objective)
+            if failed or not positive(v):
+                recorded[key] = (math.inf, [])
+            elif objective == "time":
+                recorded[key] = (float(v), [float(x) for x in entry.get("times") or [v]])
+            else:
+                cost = 1.0 / v if higher else float(v)
+                recorded[key] = (cost, [cost])
         listed = doc.get("tune_params", {})
         tune_params = {}
         for i, n in enumerate(names):
@@ -110,14 +153,18 @@ def read_recorded(path):
     return tune_params, recorded
 
 
-def dataset_as_cache(path, out, samples=True):
+def dataset_as_cache(path, out, samples=True, objective=None, higher_is_better=None):
     """A recorded space (read_recorded) as a Kernel Tuner cache file (kernel_tuner/util.py:
     process_cache's format): "time" each config's recorded mean in ms, a failed one
     RuntimeFailedConfig, and with `samples` "times" its samples (Kernel Tuner's simulation answers
     with "time" alone; tunekit-replay, reading the cache, replays "times" where there are any).
-    Returns (tune_params, {config values: recorded ms}, optimum ms). tests/python/test_kernel_tuner.py
+    Returns (tune_params, {config values: recorded ms}, optimum ms). A cache replayed by another
+    objective (read_recorded) has as "time" each config's replayed value (1 / the objective where
+    higher is better), which Kernel Tuner's strategies then minimise: the same order of configs,
+    though a strategy that uses the values themselves (simulated annealing's acceptance, bayes_opt)
+    may search a little differently than with objective=NAME. tests/python/test_kernel_tuner.py
     uses it too."""
-    tune_params, rows = read_recorded(path)
+    tune_params, rows = read_recorded(path, objective, higher_is_better)
     names = list(tune_params)
     cache, recorded = {}, {}
     for values, (t, times) in rows.items():
@@ -172,13 +219,15 @@ def main():
     ap.add_argument("--budget", type=int, default=400)
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--json")
+    add_objective_arguments(ap)
     args = ap.parse_args()
     import kernel_tuner
     import numpy as np
 
     tmp = tempfile.TemporaryDirectory()
     cache = Path(tmp.name) / "cache.json"
-    tune_params, recorded, optimum = dataset_as_cache(args.dataset, cache)
+    tune_params, recorded, optimum = dataset_as_cache(args.dataset, cache, objective=args.objective,
+                                                      higher_is_better=args.higher_is_better)
     names = list(tune_params)
 
     def recorded_only(p):

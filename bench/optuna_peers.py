@@ -4,7 +4,8 @@
     /usr/bin/python3 bench/optuna_peers.py --dataset FILE.csv [--seeds 25] [--budget 400]
         [--max-trials N] [--samplers tpe,tpe_multivariate] [--json FILE]
 
-FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not).
+FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not;
+a cache by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
 
 Each knob is a categorical parameter over its recorded values (`suggest_categorical`), the study
 minimises the recorded mean time, and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:
@@ -39,16 +40,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, evals_to, read_recorded, score_at, space_name, text_key  # noqa: E402
+from kt_peers import (BUDGETS, add_objective_arguments, evals_to, read_recorded, score_at,  # noqa: E402
+                      space_name, text_key)
 
 SAMPLERS = ["tpe", "tpe_multivariate"]
 OUTSIDE = 1e9  # the answer for a combination outside the recorded set
 
 
-def read_space(path):
+def read_space(path, objective=None, higher_is_better=None):
     """(knob names, {config values: recorded ms}, optimum ms) of a recorded space (a dataset CSV or
-    a Kernel Tuner cache, gzipped or not: kt_peers.read_recorded)."""
-    tune_params, rows = read_recorded(path)
+    a Kernel Tuner cache, gzipped or not, by its objective or the one named: kt_peers.read_recorded)."""
+    tune_params, rows = read_recorded(path, objective, higher_is_better)
     recorded = {values: t for values, (t, _) in rows.items()}
     finite = [t for t in recorded.values() if math.isfinite(t)]
     if not finite:
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--max-trials", type=int, help="trials per run in all (default 4 x budget)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
     ap.add_argument("--json")
+    add_objective_arguments(ap)
     args = ap.parse_args()
     import warnings
 
@@ -97,7 +100,7 @@ def main():
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-    names, recorded, optimum = read_space(args.dataset)
+    names, recorded, optimum = read_space(args.dataset, args.objective, args.higher_is_better)
     max_trials = args.max_trials or 4 * args.budget
     budgets = [b for b in BUDGETS if b <= args.budget]
     print(f"## {space_name(args.dataset)}\n")

@@ -28,6 +28,7 @@ inline void require_sound_replay(const ReplayKernel& k) {
     const auto r = k.run(c, 2, rng);
     require(std::isinf(k.recorded_ms(c)) == (r.status != Status::ok), "a failed row fails to run");
     for (const double x : r.seconds) require(x > 0 && std::isfinite(x), "samples finite, positive");
+    require(r.simulated_cost >= 0 && std::isfinite(r.simulated_cost), "simulated cost finite, not negative");
   }
 }
 

@@ -425,8 +425,10 @@ Config kernel_config(const tunekit::ReplayKernel& k, const py::handle& h) {
 }
 
 tunekit::ReplayKernel load_dataset(const std::filesystem::path& path, double overhead, double flop,
-                                   const std::string& name) {
-  tunekit::ReplayOptions o{.overhead_seconds = overhead, .flop = flop, .name = name};
+                                   const std::string& name, const std::string& objective,
+                                   std::optional<bool> higher_is_better) {
+  tunekit::ReplayOptions o{.overhead_seconds = overhead, .flop = flop, .name = name, .objective = objective,
+                           .higher_is_better = higher_is_better};
   return tunekit::replay_from_file(path, std::move(o));
 }
 
@@ -569,14 +571,19 @@ PYBIND11_MODULE(_tunekit, m) {
 
   py::class_<tunekit::ReplayKernel>(m, "ReplayKernel", "A recorded tuning space replayed offline")
       .def_static("load", &load_dataset, py::arg("path"), py::arg("overhead") = 1.0, py::arg("flop") = 0.0,
-                  py::arg("name") = "",
+                  py::arg("name") = "", py::arg("objective") = "", py::arg("higher_is_better") = py::none(),
                   "A dataset CSV (shared/datasets), or a Kernel Tuner cache file or T4 results file (.json), "
-                  "gzipped or not (.gz), as tunekit-replay loads them")
+                  "gzipped or not (.gz), as tunekit-replay loads them; objective: what a cache or T4 file is "
+                  "replayed by (its own when empty; another than time, better higher, as 1 / it), "
+                  "higher_is_better: its direction (Kernel Tuner's default for the name when None)")
       .def_property_readonly("space", [](const tunekit::ReplayKernel& k) {
         return PySpace{k.space(), std::make_shared<PythonErrorSlot>()};
       })
       .def_property_readonly("name", &tunekit::ReplayKernel::name)
       .def_property_readonly("optimum_ms", &tunekit::ReplayKernel::optimum_ms)
+      .def_property_readonly("objective", [](const tunekit::ReplayKernel& k) { return k.options().objective; })
+      .def_property_readonly("higher_is_better",
+                             [](const tunekit::ReplayKernel& k) { return k.options().higher_is_better.value_or(false); })
       .def_property_readonly("row_count", &tunekit::ReplayKernel::row_count)
       .def_property_readonly("failed_count", &tunekit::ReplayKernel::failed_count)
       .def("recorded_ms", [](const tunekit::ReplayKernel& k, const py::handle& c) {

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <functional>
 #include <span>
+#include <sstream>
 #include <iostream>
 #include <limits>
 #include <numeric>
@@ -66,8 +67,16 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
   --batch N              adaptive: runs per micro-batch (AdaTune's B)             [50]
   --cv-threshold X       adaptive: stopping threshold                             [0.1]
   --overhead SECONDS     simulated cost per config on top of its run times        [1.0]
-  --out trials.csv       one row per (seed, trial): its status and time, the best so far,
-                         the tuning clock, the measurement seconds so far, the score
+  --objective NAME       what a Kernel Tuner cache or T4 file is replayed by: time or
+                         another of its per-config values (GFLOP/s, energy, GFLOPS/W,
+                         ...), better higher replayed as 1 / it, so that the scores
+                         are ratios of its values; the clock is charged the recorded
+                         times (docs/getting-started.md)     [the file's objective]
+  --higher-is-better yes|no
+                         the objective's direction    [Kernel Tuner's default for it]
+  --out trials.csv       one row per (seed, trial): its status and time (the objective's
+                         replayed value), the best so far, the tuning clock, the
+                         measurement seconds so far, the score
   --summary-json FILE    the summary as JSON (score per budget: median, quartiles and
                          mean over the seeds; evals to 0.95/0.99)
   --workers W            measure each batch on W local worker processes in parallel
@@ -120,7 +129,8 @@ best of many noisy configs lies below it): what the tuned model would run.
 static_assert(tunekit::ConfirmParams{}.turns == 3, "the --confirm help text says 3 turns");
 
 struct Args {
-  std::string dataset, tuner, evaluator, out, summary_json, log;
+  std::string dataset, tuner, evaluator, out, summary_json, log, objective;
+  std::optional<bool> higher_is_better;
   std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
   double flop, overhead, cv_threshold, sleep, worker_timeout;
   bool quiet, resume;
@@ -193,6 +203,9 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.plan_size = cl.count("--plan-size", 64);
   a.flop = cl.real("--flop", 0.0);
   a.overhead = cl.real("--overhead", 1.0);
+  a.objective = cl.text("--objective", "");
+  if (const auto h = cl.text("--higher-is-better", ""); h == "yes" || h == "no") a.higher_is_better = h == "yes";
+  else if (cl.given("--higher-is-better")) cl.fail("--higher-is-better takes yes or no, not '" + h + "'");
   a.quiet = cl.flag("--quiet");
   a.log = cl.text("--log", "");
   a.resume = cl.flag("--resume");
@@ -221,6 +234,26 @@ Args parse(tunekit::cli::CommandLine& cl) {
   if (a.evaluator != "preset" && a.evaluator != "deterministic" && a.evaluator != "adaptive")
     cl.fail("unknown evaluator '" + a.evaluator + "' (available: preset, deterministic, adaptive)");
   return a;
+}
+
+// The ReplayOptions of a dataset of the command line.
+tunekit::ReplayOptions replay_options(const Args& a, double flop, std::string name, double sleep) {
+  return {.overhead_seconds = a.overhead, .flop = flop, .name = std::move(name), .sleep_scale = sleep,
+          .objective = a.objective, .higher_is_better = a.higher_is_better};
+}
+
+// "optimum 1.5 ms", or for another objective its name, direction and optimum value.
+std::string optimum_text(const tunekit::ReplayKernel& k) {
+  std::ostringstream o;
+  const auto& opt = k.options();
+  if (opt.objective == "time") {
+    o << "optimum " << k.optimum_ms() << " ms";
+  } else if (opt.higher_is_better.value_or(false)) {
+    o << "objective " << opt.objective << " (better higher, replayed as 1 / it), optimum " << 1.0 / k.optimum_ms();
+  } else {
+    o << "objective " << opt.objective << " (better lower), optimum " << k.optimum_ms();
+  }
+  return o.str();
 }
 
 // This process only measures for an MPI farm (a rank other than 0 under mpirun).
@@ -365,17 +398,20 @@ int run_multi(const Args& args, const MultiRunFn& run, tunekit::cli::CommandLine
       std::string name = tunekit::recorded_space_name(path);
       if (std::find(names.begin(), names.end(), name) != names.end()) name += "#" + std::to_string(i + 1);
       names.push_back(name);
-      kernels.push_back(tunekit::replay_from_file(
-          path, {.overhead_seconds = args.overhead, .flop = args.flops[i], .name = name, .sleep_scale = args.sleep}));
+      kernels.push_back(tunekit::replay_from_file(path, replay_options(args, args.flops[i], name, args.sleep)));
       // Ansor's operator tag: the dataset's kernel family, its file name up to the first '_'.
       tasks.push_back({.name = name, .weight = args.weights[i], .flop = args.flops[i],
                        .tag = name.substr(0, name.find('_'))});
       optimum += args.weights[i] * kernels.back().optimum_ms();
       if (!mpi_worker)
         std::cerr << "tunekit-replay: task " << i << " " << name << ": weight " << args.weights[i] << ", "
-                << kernels.back().row_count() << " recorded configs, optimum " << kernels.back().optimum_ms()
-                << " ms\n";
+                << kernels.back().row_count() << " recorded configs, " << optimum_text(kernels.back()) << "\n";
     }
+    for (const auto& k : kernels)
+      if (k.options().objective != kernels.front().options().objective)
+        throw tunekit::DatasetError("the datasets are replayed by different objectives (" + names.front() + ": " +
+                                    kernels.front().options().objective + ", " + k.name() + ": " +
+                                    k.options().objective + "); name one with --objective");
     if (!mpi_worker)
       std::cerr << "tunekit-replay: scheduler " << args.scheduler << ", tuner " << args.tuner << ", slots of "
               << args.slot << " trials, budget " << args.budget << ", " << args.seeds << " seeds\n";
@@ -557,13 +593,12 @@ int main(int argc, char** argv) {
 
   if (args.multi) return run_multi(args, run.multi, cl);
   try {
-    auto kernel = tunekit::replay_from_file(
-        args.dataset, {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}, .sleep_scale = args.sleep});
+    auto kernel = tunekit::replay_from_file(args.dataset, replay_options(args, args.flop, {}, args.sleep));
     const std::size_t valid = kernel.row_count();
     if (!mpi_worker)
       std::cerr << "tunekit-replay: " << args.dataset << ": " << valid << " recorded configs ("
               << kernel.failed_count() << " failed) of " << kernel.space().product_size()
-              << ", optimum " << kernel.optimum_ms() << " ms; tuner " << args.tuner << ", budget "
+              << ", " << optimum_text(kernel) << "; tuner " << args.tuner << ", budget "
               << args.budget << ", " << args.seeds << " seeds\n";
 
     std::ofstream out;
@@ -607,6 +642,8 @@ int main(int argc, char** argv) {
     summary["seeds"] = args.seeds;
     summary["budget"] = args.budget;
     summary["optimum_ms"] = kernel.optimum_ms();
+    summary["objective"] = kernel.options().objective;
+    summary["higher_is_better"] = kernel.options().higher_is_better.value_or(false);
     // Both scores (replay_score.hpp): the tuner's own pick, and the best measured (PEERS.md's).
     for (const auto kind : {tunekit::ScoreKind::held, tunekit::ScoreKind::found}) {
       const std::string prefix = kind == tunekit::ScoreKind::held ? "" : "found_";
@@ -654,8 +691,7 @@ int main(int argc, char** argv) {
     // c_bar measures every config of the space: with the kernel that does not sleep (--sleep).
     std::optional<tunekit::ReplayKernel> unslept;
     if (args.sleep > 0)
-      unslept = tunekit::replay_from_file(args.dataset,
-                                          {.overhead_seconds = args.overhead, .flop = args.flop, .name = {}});
+      unslept = tunekit::replay_from_file(args.dataset, replay_options(args, args.flop, {}, 0.0));
     const auto baseline = tunekit::time_score_baseline(
         kernel.recorded_times_ms(), run.seconds_per_config(unslept ? *unslept : kernel, args), args.budget);
     std::vector<double> p;

@@ -180,3 +180,88 @@ def test_peer_bar_on_a_gzipped_cache_of_float_string_and_bool_knobs_matches_tune
     assert set(expected) == {"25", "50"}
     for b, value in expected.items():
         assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
+
+
+def energy_cache(path):
+    """A cache as Kernel Tuner 1.4 writes one for tune_kernel(..., objective="GFLOPS/W"): its header
+    as process_cache writes it and each entry by its own util.store_cache, a compile failure as an
+    "__error__" with no time. Time is lowest at bx 128, tile 4, shmem 0 (1 ms); the power drawn
+    grows with the tile, so GFLOPS/W is highest at bx 128, tile 1, shmem 0. Returns {config values:
+    (time ms or None, GFLOPS/W or None)}."""
+    from kernel_tuner import util
+
+    tune_params = {"bx": [32, 64, 128, 256], "tile": [1, 2, 4, 8], "shmem": [0, 1]}
+    header = dict(device_name="NVIDIA A100-PCIE-40GB", kernel_name="k", problem_size=[4096],
+                  tune_params_keys=list(tune_params), tune_params=tune_params, objective="GFLOPS/W", cache={})
+    path.write_text(json.dumps(header, cls=util.NpEncoder, indent="")[:-3])
+    cache, truth = {}, {}
+    for bx, tile, shmem in itertools.product(*tune_params.values()):
+        params = dict(bx=bx, tile=tile, shmem=shmem)
+        if bx == 256 and tile == 8:
+            params.update(__error__=util.CompilationFailedConfig(), compile_time=10.0, verification_time=0,
+                          benchmark_time=0)
+            truth[(bx, tile, shmem)] = (None, None)
+        else:
+            t = 1 + abs(math.log2(bx) - 7) + 0.5 * abs(math.log2(tile) - 2) + 0.3 * shmem
+            efficiency = 1000 / (t * (100 + 80 * tile + 30 * shmem))
+            params.update(time=t, times=[t, t, t], compile_time=10.0, verification_time=0, benchmark_time=3 * t,
+                          **{"GFLOPS/W": efficiency})
+            truth[(bx, tile, shmem)] = (t, efficiency)
+        util.store_cache(",".join(map(str, (bx, tile, shmem))), params, str(path), cache)
+    return truth
+
+
+def test_an_energy_cache_replays_by_its_objective_in_tunekit_and_the_peer_scripts(vendor, replay_bin, tmp_path):
+    """tunekit (ReplayKernel.load, tunekit-replay) and the peer scripts' reader replay a cache of
+    GFLOPS/W by GFLOPS/W (its best the most efficient config, not the fastest; each config's value
+    1 / its GFLOPS/W), Kernel Tuner's own read_cache failing the same configs; with --objective time,
+    by time. peer_bar's found-score medians of a tunekit-replay run equal tunekit-replay's own on
+    both objectives, so a tunekit run and the peers' are scored alike."""
+    from kernel_tuner import util
+
+    import tunekit as tk
+
+    kt_peers, peer_bar = load("kt_peers"), load("peer_bar")
+    path = tmp_path / "energy.json"
+    truth = energy_cache(path)
+    kt_failed = {k for k, e in util.read_cache(str(path), open_cache=False)["cache"].items() if "__error__" in e}
+    assert kt_failed == {"256,8,0", "256,8,1"}
+    best_efficiency = max(e for _, e in truth.values() if e)
+
+    kernel = tk.ReplayKernel.load(path)
+    assert (kernel.objective, kernel.higher_is_better) == ("GFLOPS/W", True)
+    assert kernel.failed_count == len(kt_failed)
+    assert kernel.optimum_ms == pytest.approx(1 / best_efficiency)
+    assert kernel.recorded_ms({"bx": 128, "tile": 1, "shmem": 0}) == pytest.approx(1 / best_efficiency)
+    assert tk.ReplayKernel.load(path, objective="time").optimum_ms == 1.0
+    _, recorded = kt_peers.read_recorded(path)
+    for values, (t, efficiency) in truth.items():
+        assert recorded[values][0] == (pytest.approx(1 / efficiency) if efficiency else math.inf)
+        assert kernel.recorded_ms(dict(zip(("bx", "tile", "shmem"), values))) == recorded[values][0]
+    assert kt_peers.read_recorded(path, objective="time")[1][(128, 4, 0)] == (1.0, [1.0, 1.0, 1.0])
+
+    for objective in (None, "time"):
+        out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+        extra = ["--objective", objective] if objective else []
+        subprocess.run([str(replay_bin), "--dataset", str(path), "--tuner", "tpe-local", "--seeds", "3",
+                        "--budget", "25", "--quiet", "--out", str(out), "--summary-json", str(summary)] + extra,
+                       check=True, capture_output=True)
+        done = json.loads(summary.read_text())
+        assert done["objective"] == (objective or "GFLOPS/W")
+        curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(path, objective))
+        assert peer_bar.median_at(curves, 25) == pytest.approx(done["found_score_median"]["25"], abs=1e-9)
+
+    # Tasks of one model replayed by different objectives (their weighted sum would mix units).
+    csv = tmp_path / "small.csv"
+    csv.write_text(SMALL)
+    done = subprocess.run([str(replay_bin), "--dataset", str(path), "--dataset", str(csv), "--seeds", "1"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "replayed by different objectives (energy: GFLOPS/W, small: time)" in done.stderr
+
+    # A name Kernel Tuner has no direction for: both sides ask for one.
+    done = subprocess.run([str(replay_bin), "--dataset", str(path), "--objective", "compile_time", "--seeds", "1"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "no direction for the objective 'compile_time'" in done.stderr
+    with pytest.raises(SystemExit, match="no direction for the objective 'compile_time'"):
+        kt_peers.read_recorded(path, objective="compile_time")
+    assert kt_peers.read_recorded(path, "compile_time", "no")[1][(32, 1, 0)] == (10.0, [10.0])

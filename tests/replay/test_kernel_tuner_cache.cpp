@@ -389,3 +389,140 @@ TEST_CASE("a Kernel Tuner cache converted from a recorded dataset replays the da
   }
   CHECK(compared == rows);
 }
+
+namespace {
+
+// An energy-tuning cache as Kernel Tuner 1.4 writes one (tune_kernel(..., objective="GFLOPS/W")
+// with an NVML observer): each entry's time, its energy efficiency and its energy, and a
+// configuration that failed to compile as "__error__" without a time. The fastest config
+// (32,0: 1.5 ms) is not the most efficient (64,1: 20 GFLOPS/W) nor the most frugal (16,0: 0.2 J).
+std::string energy_cache(const std::string& objective = R"("GFLOPS/W")") {
+  std::string s = header;
+  s.replace(s.find("\"objective\": \"time\""), 19, "\"objective\": " + objective);
+  for (const std::string e : {
+           R"("16,0,15": {"block_size_x": 16, "use_shmem": 0, "filter": 15, "time": 2.0, "times": [1.0, 3.0], "GFLOPS/W": 10.0, "energy": 0.2})",
+           R"("16,1,15": {"block_size_x": 16, "use_shmem": 1, "filter": 15, "__error__": "CompilationFailedConfig", "compile_time": 12.5})",
+           R"("32,0,15": {"block_size_x": 32, "use_shmem": 0, "filter": 15, "time": 1.5, "GFLOPS/W": 8.0, "energy": 0.5})",
+           R"("64,0,15": {"block_size_x": 64, "use_shmem": 0, "filter": 15, "time": 3.0, "GFLOPS/W": 5.0, "energy": 0.9})",
+           R"("64,1,15": {"block_size_x": 64, "use_shmem": 1, "filter": 15, "time": 4.0, "times": [4.0, 4.0, 4.0], "GFLOPS/W": 20.0, "energy": 0.4})"})
+    s += "\n" + e + ",";
+  s.pop_back();
+  return s + "}\n}";
+}
+
+tunekit::ReplayKernel energy_replay(const std::string& text, tunekit::ReplayOptions options = {}) {
+  return tunekit::from_kernel_tuner_cache_text(text, "energy.json", std::move(options), nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("a Kernel Tuner cache replays the objective it was tuned for, or the one asked for") {
+  // By default the file's objective, better higher by Kernel Tuner's default: replayed as 1 / it.
+  const auto k = energy_replay(energy_cache(), {.overhead_seconds = 0.5});
+  CHECK(k.options().objective == "GFLOPS/W");
+  CHECK(k.options().higher_is_better == true);
+  CHECK(k.row_count() == 5);
+  CHECK(k.failed_count() == 1);  // "__error__": Kernel Tuner 1.0 on
+  CHECK(k.optimum_ms() == doctest::Approx(1.0 / 20.0));
+  CHECK(k.recorded_ms({0, 0}) == doctest::Approx(1.0 / 10.0));
+  CHECK(k.recorded_ms({1, 0}) == doctest::Approx(1.0 / 8.0));
+  CHECK(std::isinf(k.recorded_ms({0, 1})));
+  CHECK(k.prepare({0, 1}).status == tunekit::Status::runtime_error);
+  // The value is the one sample; the clock is charged the recorded time of each run.
+  tunekit::Rng rng(3);
+  const auto r = k.run({2, 1}, 3, rng);
+  REQUIRE(r.seconds.size() == 3);
+  for (const double x : r.seconds) CHECK(x == doctest::Approx(1e-3 / 20.0));
+  CHECK(r.simulated_cost == doctest::Approx(3 * 4.0e-3));
+  CHECK(k.run({0, 0}, 2, rng).simulated_cost == doctest::Approx(2 * 2.0e-3));
+
+  // The found score of a tuner's pick is the ratio of the values (the best / the pick's), so a
+  // run on this replay ranks configs by efficiency, not speed: exhaustive search finds 64,1.
+  std::vector<std::pair<double, std::string>> by_value;
+  for (const auto& c : k.recorded_configs()) by_value.emplace_back(k.recorded_ms(c), k.space().describe(c));
+  std::sort(by_value.begin(), by_value.end());
+  CHECK(by_value.front().second == "block_size_x=64;use_shmem=1");
+  CHECK(k.optimum_ms() / k.recorded_ms({0, 0}) == doctest::Approx(10.0 / 20.0));
+
+  // Another objective of the file, by its name: energy, better lower, as it is.
+  const auto e = energy_replay(energy_cache(), {.objective = "energy"});
+  CHECK(e.options().higher_is_better == false);
+  CHECK(e.optimum_ms() == doctest::Approx(0.2));
+  CHECK(e.recorded_ms({2, 1}) == doctest::Approx(0.4));
+  // Time, by its name: the recorded times and samples, as for a cache of time.
+  const auto t = energy_replay(energy_cache(), {.objective = "time"});
+  CHECK(t.optimum_ms() == 1.5);
+  std::set<double> seen;
+  for (double x : t.run({0, 0}, 100, rng).seconds) seen.insert(x);
+  CHECK(seen == std::set<double>{1.0e-3, 3.0e-3});
+  // A file without an objective, or of a name Kernel Tuner does not know, given its direction.
+  CHECK(energy_replay(energy_cache("null")).optimum_ms() == 1.5);
+  const auto watts = energy_replay(energy_cache(R"("watts")"), {.objective = "energy", .higher_is_better = true});
+  CHECK(watts.optimum_ms() == doctest::Approx(1.0 / 0.9));
+
+  // Errors: no direction, time better higher, several objectives, a missing or bad value.
+  auto error = [](const std::string& text, tunekit::ReplayOptions options = {}) {
+    return tunekit::test::what_of<tunekit::DatasetError>([&] { energy_replay(text, std::move(options)); });
+  };
+  CHECK(error(energy_cache(R"("watts")")) ==
+        "energy.json: Kernel Tuner knows no direction for the objective 'watts'; say whether higher is better "
+        "(ReplayOptions::higher_is_better, tunekit-replay --higher-is-better yes|no)");
+  CHECK(error(energy_cache(R"("time")"), {.higher_is_better = true}) ==
+        "energy.json: the objective time is better lower, not higher");
+  CHECK(error(energy_cache(R"(["time", "GFLOPS/W"])")) ==
+        "energy.json: it was tuned for the objectives [\"time\",\"GFLOPS/W\"]; say which one to replay "
+        "(ReplayOptions::objective, tunekit-replay --objective)");
+  CHECK(energy_replay(energy_cache(R"(["time", "GFLOPS/W"])"), {.objective = "GFLOPS/W"}).optimum_ms() ==
+        doctest::Approx(1.0 / 20.0));
+  CHECK(energy_replay(energy_cache(R"(["GFLOPS/W"])")).optimum_ms() == doctest::Approx(1.0 / 20.0));
+  CHECK(error(energy_cache(), {.objective = "GB/s"}) == "energy.json: cache entry '16,0,15': lacks 'GB/s'");
+  auto with = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  CHECK(error(with(energy_cache(), "\"GFLOPS/W\": 5.0", "\"GFLOPS/W\": 0")) ==
+        "energy.json: cache entry '64,0,15': 'GFLOPS/W' holds 0, not a finite positive value (tunekit replays "
+        "an objective's positive values)");
+  CHECK(error(with(energy_cache(), "\"CompilationFailedConfig\"", "\"Oops\"")) ==
+        "energy.json: cache entry '16,1,15': '__error__' is the unknown failure \"Oops\"");
+  CHECK(error(energy_cache(), {.objective = "time", .higher_is_better = true}) ==
+        "energy.json: the objective time is better lower, not higher");
+  CHECK(error(energy_cache(), {.flop = 1e9}) ==
+        "energy.json: flop (GFLOPS of the run times) is for the objective time, not 'GFLOPS/W'");
+  CHECK(energy_replay(energy_cache(), {.flop = 1e9, .objective = "time"}).flop() == 1e9);
+  // A failure name as the objective's value (as caches before Kernel Tuner 1.0 wrote failures).
+  const auto old = energy_replay(with(energy_cache(), "\"GFLOPS/W\": 5.0", "\"GFLOPS/W\": \"RuntimeFailedConfig\""));
+  CHECK(old.failed_count() == 2);
+  // A dataset CSV records time alone.
+  std::istringstream csv("a,time_ms,samples\n1,2.0,2.0\n2,3.0,3.0\n");
+  CHECK_THROWS_WITH_AS(tunekit::ReplayKernel::from_stream(csv, "d.csv", {.objective = "energy"}),
+                       "d.csv: a dataset CSV records time alone, not the objective 'energy'", tunekit::DatasetError);
+}
+
+TEST_CASE("a T4 results file replays the objective of its results, or the one asked for") {
+  auto doc = nlohmann::ordered_json::parse(labelled_t4());
+  // Each result's efficiency: highest where the time is highest among the correct results.
+  for (auto& r : doc["results"]) {
+    r["objectives"] = {"GFLOPS/W"};
+    if (r["invalidity"] == "correct") {
+      double t = r["measurements"][0]["value"].get<double>();
+      if (r["measurements"][0]["unit"] == "s") t *= 1000;
+      r["measurements"].push_back({{"name", "GFLOPS/W"}, {"value", t * 10}, {"unit", ""}});
+    }
+  }
+  const auto k = from_cache_text(doc.dump());
+  CHECK(k.options().objective == "GFLOPS/W");
+  const auto t = tunekit::from_kernel_tuner_cache_text(doc.dump(), "mem.json", {.objective = "time"}, nullptr);
+  CHECK(t.optimum_ms() == 1.0);
+  // 1 / (10 t): the slowest correct config (w = 0.25 or 0.75, L-BFGS-B, popsize 10: 1 + 1 + 2 +
+  // 0.5 = 4.5 ms; w = 0.75 with popsize 10 failed) is the optimum.
+  CHECK(k.optimum_ms() == doctest::Approx(1.0 / 45.0));
+  CHECK(k.recorded_ms(k.space().parse("w=0.25;method=L-BFGS-B;popsize=10")) == doctest::Approx(1.0 / 45.0));
+  CHECK(k.failed_count() == t.failed_count());
+  tunekit::Rng rng(2);
+  const auto r = k.run(k.space().parse("w=0.5;method=Powell;popsize=20"), 2, rng);
+  for (const double x : r.seconds) CHECK(x == doctest::Approx(1e-3 / 10.0));
+  CHECK(r.simulated_cost == doctest::Approx(2 * 1.0e-3));  // its time: 1 ms
+  doc["results"][0]["measurements"].erase(1);
+  CHECK(cache_error_of(doc.dump()) == "mem.json: result 1: lacks a measurement named 'GFLOPS/W'");
+}

@@ -41,7 +41,9 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
                                         "measure_seconds_to_95_median", "measure_seconds_median",
                                         "found_score_median", "found_score_p25", "found_score_p75",
                                         "found_evals_to_95_median", "found_evals_to_99_median", "time_score",
-                                        "score_mean", "found_score_mean"});
+                                        "score_mean", "found_score_mean", "objective", "higher_is_better"});
+    CHECK(j["objective"] == "time");
+    CHECK(j["higher_is_better"] == false);
     CHECK(j["seeds"] == 4);
     CHECK(j["budget"] == 120);
     CHECK(j["tuner"] == "random");
@@ -83,6 +85,10 @@ TEST_CASE("tunekit-replay runs random search on every dataset and writes its sum
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset /nonexistent.csv") != 0);
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset x.csv --tuner nope") != 0);
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + " --dataset x.csv --budget 0") != 0);
+  const std::string csv = std::string(" --dataset ") + TUNEKIT_DATASETS + "/gemm_RTX_3090.csv --budget 5 --seeds 1";
+  CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + csv + " --higher-is-better maybe") != 0);
+  CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + csv + " --objective energy") != 0);  // a CSV records time alone
+  CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + csv + " --objective time") == 0);
   std::filesystem::remove_all(dir);
 }
 

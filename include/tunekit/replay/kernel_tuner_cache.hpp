@@ -19,19 +19,29 @@
 /// cannot read) is dropped with a warning.
 ///
 /// The replay's rows: one per cache entry, sorted by parameter values. "time" is the mean time in
-/// ms; "times" the recorded run times in ms (when absent, "time" is the only sample). A "time" of
-/// "InvalidConfig", "CompilationFailedConfig" or "RuntimeFailedConfig" is a failed configuration
-/// (a runtime_error when replayed, like `inf` in a dataset CSV). A parameter of integers (true
-/// and false read as 1 and 0) is a knob as a CSV column is (ReplayKernel); one of other numbers
-/// (floats) a ranked knob (Knob::ranked: ordered by value, written by its values' JSON text);
-/// one of strings, or of a mix, a categorical knob over its values (a string's text, any other
-/// value's JSON text) in the order tune_params lists them. Each entry's value must be one of
-/// tune_params' (when present; else the values are those of the entries). A cache of a
-/// brute-force run replays the whole space; a cache of a partial search replays only the
-/// configurations it measured. The objective and the other per-entry fields (compile_time,
-/// GFLOP/s, ...) are not used. Python's NaN, Infinity and -Infinity (not JSON; Kernel Tuner's
-/// json.dumps writes them for non-finite floats) read as null. A gzipped file (benchmark_hub's
-/// `*.json.gz`) reads the same.
+/// ms; "times" the recorded run times in ms (when absent, "time" is the only sample). An entry
+/// with a value "InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig" or "ErrorConfig"
+/// is a failed configuration (a runtime_error when replayed, like `inf` in a dataset CSV), as
+/// Kernel Tuner's read_cache tells one: its "__error__" from Kernel Tuner 1.0 on, its "time"
+/// before.
+///
+/// The objective replayed is the file's "objective" ("time" when it names none; a list of several,
+/// as Kernel Tuner 1.4 writes for a multi-objective run, needs one chosen), or the one
+/// ReplayOptions::objective names. For an objective other than time each entry's value of it (a
+/// finite positive number; a failure name for a failed configuration) is the config's one
+/// sample, as it is or, better higher, as 1 / it (ReplayOptions::higher_is_better), and "time"
+/// is the run time the simulated clock is charged (none where it is absent).
+///
+/// A parameter of integers (true and false read as 1 and 0) is a knob as a CSV column is
+/// (ReplayKernel); one of other numbers (floats) a ranked knob (Knob::ranked: ordered by value,
+/// written by its values' JSON text); one of strings, or of a mix, a categorical knob over its
+/// values (a string's text, any other value's JSON text) in the order tune_params lists them. Each
+/// entry's value must be one of tune_params' (when present; else the values are those of the
+/// entries). A cache of a brute-force run replays the whole space; a cache of a partial search
+/// replays only the configurations it measured. The other per-entry fields (compile_time, ...) are
+/// not used. Python's NaN, Infinity and -Infinity (not JSON; Kernel Tuner's json.dumps writes them
+/// for non-finite floats) read as null. A gzipped file (benchmark_hub's `*.json.gz`) reads the
+/// same.
 ///
 /// A file in the T4 format (the "Open Autotuning Results Schema" of the autotuning methodology,
 /// which Kernel Tuner's store_output_file and KTT write; told from a cache by its "results" list)
@@ -41,7 +51,9 @@
 /// milliseconds when absent) and as mean time its measurement named "time" (in its "unit", or the
 /// time unit when that is empty), else the runtimes' mean; "compile", "runtime", "timeout",
 /// "correctness" and "constraints" are failed configurations (as Kernel Tuner's InvalidConfig is
-/// in a cache).
+/// in a cache). The objective is the first result's first "objectives" ("time" when it has
+/// none) or the options'; another than time is the measurement of its name, replayed as a
+/// cache's is, the time charged the mean time.
 
 #include "tunekit/replay/replay_kernel.hpp"
 
@@ -61,6 +73,17 @@
 #include <vector>
 
 namespace tunekit {
+
+/// Whether Kernel Tuner counts a higher value of the objective `name` as better (its
+/// objective_default_map, kernel_tuner/util.py); nullopt for a name it has no default for.
+inline std::optional<bool> kernel_tuner_higher_is_better(std::string_view name) {
+  for (const std::string_view lower : {"time", "energy", "cost", "loss"})
+    if (name == lower) return false;
+  for (const std::string_view higher :
+       {"fitness", "GFLOP/s", "TFLOP/s", "GB/s", "TB/s", "GFLOPS/W", "TFLOPS/W", "GFLOP/J", "TFLOP/J"})
+    if (name == higher) return true;
+  return std::nullopt;
+}
 
 namespace detail {
 
@@ -130,6 +153,43 @@ double positive_time_ms(const Json& x, double ms_per_unit, const std::string& wh
   if (!x.is_number() || !(x.template get<double>() > 0) || !std::isfinite(x.template get<double>()))
     throw DatasetError(where + ": " + what + " holds " + x.dump() + ", not a finite positive time");
   return x.template get<double>() * ms_per_unit;
+}
+
+/// Whether `name` is one of Kernel Tuner's failure names (util.py: ErrorConfig and its subclasses
+/// as a cache writes them).
+inline bool kernel_tuner_failure(std::string_view name) {
+  return name == "InvalidConfig" || name == "CompilationFailedConfig" || name == "RuntimeFailedConfig" ||
+         name == "ErrorConfig";
+}
+
+/// Sets `options`' objective and direction to those a file is replayed by: the options' own, else
+/// the file's (`file_objective`; "time" when empty), better higher or lower as the options say,
+/// else as Kernel Tuner's default for the name says. Throws DatasetError (prefixed by `source`)
+/// when neither says, and for a flop with another objective than time.
+inline void resolve_objective(ReplayOptions& options, const std::string& file_objective, const std::string& source) {
+  if (options.objective.empty()) options.objective = file_objective.empty() ? "time" : file_objective;
+  if (!options.higher_is_better) options.higher_is_better = kernel_tuner_higher_is_better(options.objective);
+  if (!options.higher_is_better)
+    throw DatasetError(source + ": Kernel Tuner knows no direction for the objective '" + options.objective +
+                       "'; say whether higher is better (ReplayOptions::higher_is_better, tunekit-replay "
+                       "--higher-is-better yes|no)");
+  if (options.objective == "time" && *options.higher_is_better)
+    throw DatasetError(source + ": the objective time is better lower, not higher");
+  if (options.objective != "time" && options.flop > 0)
+    throw DatasetError(source + ": flop (GFLOPS of the run times) is for the objective time, not '" +
+                       options.objective + "'");
+}
+
+/// The replay's value of the objective value `v` (a finite positive number): v, or 1 / v where
+/// higher is better. Throws DatasetError "<where>: '<name>' holds <v>, ..." otherwise.
+template <class Json>
+double objective_value(const Json& v, bool higher_is_better, const std::string& where, const std::string& name) {
+  const double x = v.is_number() ? v.template get<double>() : 0.0;
+  const double y = higher_is_better ? 1.0 / x : x;
+  if (!v.is_number() || !(x > 0) || !std::isfinite(x) || !(y > 0) || !std::isfinite(y))
+    throw DatasetError(where + ": '" + name + "' holds " + v.dump() +
+                       ", not a finite positive value (tunekit replays an objective's positive values)");
+  return y;
 }
 
 /// The values a Kernel Tuner parameter takes and how the replay's rows hold them: integers (true
@@ -241,6 +301,15 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
       unit_ms = *u;
     }
   auto where = [&](std::size_t i) { return source + ": result " + std::to_string(i + 1); };
+  // The objective: the options', else the first result's first "objectives".
+  std::string file_objective;
+  if (const auto& first = results[0]; first.is_object())
+    if (const auto o = first.find("objectives"); o != first.end() && o->is_array() && !o->empty() &&
+                                                  o->front().is_string())
+      file_objective = o->front().get<std::string>();
+  resolve_objective(options, file_objective, source);
+  const std::string objective = options.objective;
+  const bool higher_is_better = *options.higher_is_better;
   auto configuration = [&](std::size_t i) -> const Json& {
     const auto& r = results[i];
     if (!r.is_object()) throw DatasetError(where(i) + ": not an object");
@@ -307,12 +376,23 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
           time_ms = positive_time_ms(m.value("value", Json()), *per, where(i), "the 'time' measurement");
           break;
         }
-    if (!time_ms && row.samples_ms.empty())
-      throw DatasetError(where(i) + ": a correct result needs a 'time' measurement or runtimes");
-    row.time_ms = time_ms ? *time_ms
-                          : std::accumulate(row.samples_ms.begin(), row.samples_ms.end(), 0.0) /
-                                static_cast<double>(row.samples_ms.size());
-    if (row.samples_ms.empty()) row.samples_ms.push_back(row.time_ms);
+    if (!time_ms && !row.samples_ms.empty())
+      time_ms = std::accumulate(row.samples_ms.begin(), row.samples_ms.end(), 0.0) /
+                static_cast<double>(row.samples_ms.size());
+    if (objective == "time") {
+      if (!time_ms) throw DatasetError(where(i) + ": a correct result needs a 'time' measurement or runtimes");
+      row.time_ms = *time_ms;
+      if (row.samples_ms.empty()) row.samples_ms.push_back(row.time_ms);
+    } else {  // the measurement named by the objective, its one sample; the time is the clock's
+      const Json* value = nullptr;
+      if (const auto ms = r.find("measurements"); ms != r.end() && ms->is_array())
+        for (const auto& m : *ms)
+          if (m.is_object() && m.value("name", Json()) == objective) value = &m;
+      if (!value) throw DatasetError(where(i) + ": lacks a measurement named '" + objective + "'");
+      row.time_ms = objective_value(value->value("value", Json()), higher_is_better, where(i), objective);
+      row.samples_ms.assign(1, row.time_ms);
+      row.run_ms = time_ms.value_or(0.0);
+    }
     rows.push_back(std::move(row));
   }
   return replay_of_rows(names, std::move(rows), params, source, std::move(options));
@@ -371,6 +451,22 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
   const auto cache = doc.find("cache");
   if (cache == doc.end() || !cache->is_object())
     throw DatasetError(source + ": 'cache' is missing or not an object");
+  // The file's objective: a name, or (Kernel Tuner 1.4 with several objectives) a list of them.
+  std::string file_objective;
+  if (const auto o = doc.find("objective"); o != doc.end() && !o->is_null()) {
+    if (o->is_string()) {
+      file_objective = o->get<std::string>();
+    } else if (o->is_array() && !o->empty() &&
+               std::all_of(o->begin(), o->end(), [](const auto& x) { return x.is_string(); })) {
+      file_objective = o->front().get<std::string>();
+      if (o->size() > 1 && options.objective.empty())
+        throw DatasetError(source + ": it was tuned for the objectives " + o->dump() +
+                           "; say which one to replay (ReplayOptions::objective, tunekit-replay --objective)");
+    } else {
+      throw DatasetError(source + ": 'objective' is neither a name nor a list of names: " + o->dump());
+    }
+  }
+  detail::resolve_objective(options, file_objective, source);
 
   // Each parameter's values: those of tune_params, when present (the values it may take), else
   // those of the entries.
@@ -409,14 +505,23 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
                            " is not among its tune_params values");
       r.values.push_back(*x);
     }
-    const auto time = entry.find("time");
-    if (time == entry.end()) throw DatasetError(where + ": lacks 'time'");
-    if (time->is_string()) {
-      const auto& s = time->get_ref<const std::string&>();
-      if (s != "InvalidConfig" && s != "CompilationFailedConfig" && s != "RuntimeFailedConfig")
-        throw DatasetError(where + ": 'time' is the unknown failure " + time->dump());
+    // A failure: any value a failure name, as Kernel Tuner's read_cache tells one ("__error__" from
+    // Kernel Tuner 1.0 on, "time" or the objective's value before).
+    if (std::any_of(entry.begin(), entry.end(), [](const auto& v) {
+          return v.is_string() && detail::kernel_tuner_failure(v.template get_ref<const std::string&>());
+        })) {
       r.time_ms = std::numeric_limits<double>::infinity();
-    } else if (time->is_number()) {
+      rows.push_back(std::move(r));
+      continue;
+    }
+    for (const char* field : {"__error__", "time"})
+      if (const auto f = entry.find(field); f != entry.end() && f->is_string())
+        throw DatasetError(where + ": '" + field + "' is the unknown failure " + f->dump());
+    const auto time = entry.find("time");
+    if (time != entry.end() && !time->is_number())
+      throw DatasetError(where + ": 'time' is neither a number nor a failure name: " + time->dump());
+    if (options.objective == "time") {
+      if (time == entry.end()) throw DatasetError(where + ": lacks 'time'");
       r.time_ms = detail::positive_time_ms(*time, 1.0, where, "'time'");
       if (const auto times = entry.find("times"); times != entry.end()) {
         if (!times->is_array()) throw DatasetError(where + ": 'times' is not a list");
@@ -425,8 +530,12 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
       } else {
         r.samples_ms.push_back(r.time_ms);
       }
-    } else {
-      throw DatasetError(where + ": 'time' is neither a number nor a failure name: " + time->dump());
+    } else {  // the objective's value, its one sample; the time is the clock's
+      const auto value = entry.find(options.objective);
+      if (value == entry.end()) throw DatasetError(where + ": lacks '" + options.objective + "'");
+      r.time_ms = detail::objective_value(*value, *options.higher_is_better, where, options.objective);
+      r.samples_ms.push_back(r.time_ms);
+      r.run_ms = time == entry.end() ? 0.0 : detail::positive_time_ms(*time, 1.0, where, "'time'");
     }
     rows.push_back(std::move(r));
   }

@@ -46,6 +46,18 @@ struct ReplayOptions {
   /// times this factor (1: as recorded; 0: not at all). For throughput benchmarks of a farm,
   /// whose workers then spend real time per config as on a device.
   double sleep_scale = 0.0;
+  /// The objective the replay answers with: "time" (the recorded run times), or for a Kernel
+  /// Tuner cache or T4 results file the name of another of its per-config values ("GFLOP/s",
+  /// "energy", "GFLOPS/W", ...; a positive number each). Empty: the file's own (a cache's
+  /// "objective", a T4 result's first "objectives"; "time" where it names none). A dataset CSV
+  /// records time alone. The reader sets it to the objective it replays.
+  std::string objective{};
+  /// Whether a higher value of the objective is better; unset: Kernel Tuner's default for its name
+  /// (kernel_tuner_higher_is_better: time and energy lower, GFLOP/s and GFLOPS/W higher, ...),
+  /// which an objective Kernel Tuner does not know needs set. A better-when-higher objective v is
+  /// replayed as 1 / v: tunekit minimises, and the found score (the best / the held) stays the
+  /// ratio of the values. The reader sets it to the direction it replays.
+  std::optional<bool> higher_is_better{};
 
   void validate() const {
     if (!(sleep_scale >= 0) || !std::isfinite(sleep_scale))
@@ -54,6 +66,8 @@ struct ReplayOptions {
       throw std::invalid_argument("ReplayOptions: overhead_seconds must be finite and >= 0");
     if (!(flop >= 0) || !std::isfinite(flop))
       throw std::invalid_argument("ReplayOptions: flop must be finite and >= 0");
+    if (objective == "time" && higher_is_better.value_or(false))
+      throw std::invalid_argument("ReplayOptions: the objective time is better lower, not higher");
   }
 };
 
@@ -70,6 +84,10 @@ struct ReplayRow {
   double time_ms = 0.0;
   /// The recorded run times in ms; empty for a failed configuration.
   std::vector<double> samples_ms{};
+  /// When the samples are not run times (a replay by an objective other than time): the run time
+  /// in ms that each run of the configuration costs on the simulated clock; unset: the samples
+  /// are the run times.
+  std::optional<double> run_ms{};
 };
 
 /// The values of a dataset's parameter that are not integers (ReplayKernel::from_rows): the rows
@@ -123,7 +141,10 @@ inline std::string recorded_space_name(const std::filesystem::path& path) {
 /// labels that occur), one constant per single-valued parameter, and a membership constraint that
 /// admits exactly the recorded rows. Each run returns one of the config's recorded samples, drawn
 /// uniformly with the caller's generator, so replayed noise is real. A row recorded as `inf` is a
-/// runtime_error. Simulated cost: the overhead per config plus the returned run times.
+/// runtime_error. Simulated cost: the overhead per config plus the returned run times (the
+/// recorded run times, ReplayRow::run_ms, where the replay's objective is not time). The times
+/// in ms below (recorded_ms, optimum_ms, ...) are the objective's values where it is another one
+/// (ReplayOptions::objective: the value, or 1 / the value where higher is better).
 class ReplayKernel {
  public:
   /// Reads a dataset file (gzipped or not); the task name is recorded_space_name(path) unless
@@ -138,6 +159,12 @@ class ReplayKernel {
   static ReplayKernel from_stream(std::istream& in, const std::string& source,
                                   ReplayOptions options = {}) {
     options.validate();
+    if (!options.objective.empty() && options.objective != "time")
+      throw DatasetError(source + ": a dataset CSV records time alone, not the objective '" + options.objective + "'");
+    if (options.higher_is_better.value_or(false))
+      throw DatasetError(source + ": a dataset CSV records time, which is better lower, not higher");
+    options.objective = "time";
+    options.higher_is_better = false;
     ReplayKernel k;
     k.options_ = std::move(options);
     k.load(in, source);
@@ -197,7 +224,7 @@ class ReplayKernel {
     for (std::size_t i = 0; i < runs; ++i) {
       const double s = r->samples[uniform_index(rng, r->samples.size())] * 1e-3;
       out.seconds.push_back(s);
-      out.simulated_cost += s;
+      out.simulated_cost += r->run_ms ? *r->run_ms * 1e-3 : s;
     }
     sleep_for(out.simulated_cost);
     return out;
@@ -244,6 +271,7 @@ class ReplayKernel {
     std::uint64_t index{};
     double time_ms{};
     std::vector<double> samples{};  // ms; empty for a failed row
+    std::optional<double> run_ms{};  // ReplayRow::run_ms
   };
 
   ReplayKernel() = default;
@@ -341,6 +369,8 @@ class ReplayKernel {
     for (const double x : r.samples_ms)
       if (!(x > 0) || !std::isfinite(x))
         throw DatasetError(where + ": sample times must be finite and positive");
+    if (r.run_ms && !(*r.run_ms >= 0 && std::isfinite(*r.run_ms)))
+      throw DatasetError(where + ": the run time must be finite and >= 0");
   }
 
   /// The knob of a parameter over its distinct values (ascending): of integers, {0, 1} boolean,
@@ -376,7 +406,7 @@ class ReplayKernel {
         throw DatasetError(source + ": a row has " + std::to_string(r.values.size()) +
                            " parameter values, expected " + std::to_string(n_params));
       values.push_back(std::move(r.values));
-      rows_.push_back({0, r.time_ms, std::move(r.samples_ms)});
+      rows_.push_back({0, r.time_ms, std::move(r.samples_ms), r.run_ms});
     }
 
     // The space: a knob per varying parameter, a constant per fixed one.

@@ -127,6 +127,36 @@ inline std::string python_literals_to_null(std::string_view text) {
   return out;
 }
 
+/// Reads a JSON text no further than the first of the top-level keys "cache" and "results" (SAX
+/// events, no document built): which one that is tells a cache from a T4 results file before
+/// the one full parse, into the document type each one needs. `first` stays empty where neither
+/// key comes before the text ends or turns out malformed.
+struct FirstKeyScan {
+  using Json = nlohmann::json;
+  std::size_t depth = 0;
+  std::string first{};
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(Json::number_integer_t) { return true; }
+  bool number_unsigned(Json::number_unsigned_t) { return true; }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return true; }
+  bool string(Json::string_t&) { return true; }
+  bool binary(Json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return ++depth, true; }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return ++depth, true; }
+  bool end_array() { return --depth, true; }
+  bool key(Json::string_t& k) {
+    if (depth == 1 && (k == "cache" || k == "results")) {
+      first = k;
+      return false;  // stop: that key decides
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+};
+
 /// A parameter value as an integer; nullopt for a value that is not one.
 template <class Json>
 std::optional<std::int64_t> kernel_tuner_integer(const Json& v) {
@@ -408,6 +438,14 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
                                                  std::ostream* warnings = &std::cerr) {
   const std::string json_text = detail::python_literals_to_null(text_as_written);
   const std::string_view text = json_text;
+  // A T4 results file (its "results" before any "cache"): parsed once, keys in file order.
+  detail::FirstKeyScan scan;
+  nlohmann::json::sax_parse(text, &scan);
+  if (scan.first == "results") {
+    const auto ordered = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!ordered.is_discarded() && ordered.is_object() && !ordered.contains("cache"))
+      return detail::from_t4_results(ordered, source, std::move(options));
+  }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) doc = nlohmann::json::parse(detail::close_kernel_tuner_cache(text), nullptr, false);
   if (doc.is_discarded()) {
@@ -432,7 +470,7 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
     throw DatasetError(source + ": not a Kernel Tuner cache file (malformed JSON: " + why + ")");
   }
   if (!doc.is_object()) throw DatasetError(source + ": not a Kernel Tuner cache file (not a JSON object)");
-  if (doc.contains("results") && !doc.contains("cache")) {  // a T4 results file: read again, keys in order
+  if (doc.contains("results") && !doc.contains("cache")) {  // a T4 results file the scan missed: keys in order
     const auto ordered = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (ordered.is_discarded()) throw DatasetError(source + ": not a T4 results file (malformed JSON)");
     return detail::from_t4_results(ordered, source, std::move(options));

@@ -105,7 +105,8 @@ def read_recorded(path, objective=None, higher_is_better=None):
         own = doc.get("objective")
         if isinstance(own, list):
             if len(own) > 1 and objective is None:
-                raise SystemExit(f"{path}: it was tuned for the objectives {own}; say which one to replay (--objective)")
+                raise SystemExit(f"{path}: it was tuned for the objectives {own}; "
+                                 "say which one to replay (--objective)")
             own = own[0] if own else None
         objective = objective or own or "time"
         higher = {"yes": True, "no": False}.get(higher_is_better, HIGHER_IS_BETTER.get(objective))

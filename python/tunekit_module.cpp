@@ -582,8 +582,9 @@ PYBIND11_MODULE(_tunekit, m) {
       .def_property_readonly("name", &tunekit::ReplayKernel::name)
       .def_property_readonly("optimum_ms", &tunekit::ReplayKernel::optimum_ms)
       .def_property_readonly("objective", [](const tunekit::ReplayKernel& k) { return k.options().objective; })
-      .def_property_readonly("higher_is_better",
-                             [](const tunekit::ReplayKernel& k) { return k.options().higher_is_better.value_or(false); })
+      .def_property_readonly("higher_is_better", [](const tunekit::ReplayKernel& k) {
+        return k.options().higher_is_better.value_or(false);
+      })
       .def_property_readonly("row_count", &tunekit::ReplayKernel::row_count)
       .def_property_readonly("failed_count", &tunekit::ReplayKernel::failed_count)
       .def("recorded_ms", [](const tunekit::ReplayKernel& k, const py::handle& c) {

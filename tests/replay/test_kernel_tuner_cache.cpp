@@ -218,6 +218,16 @@ TEST_CASE("a T4 results file replays as the Kernel Tuner cache of the same runs"
     if (text.starts_with("w=0.75") && text.ends_with("popsize=10")) CHECK(std::isinf(ms));
     else CHECK(ms == doctest::Approx(kt.recorded_ms(c)).epsilon(1e-12));
   }
+  // Told from a cache by its "results" coming before any "cache", wherever it stands: with the
+  // metadata first, the same replay; a "cache" after it makes the file a cache.
+  {
+    const auto doc = nlohmann::ordered_json::parse(labelled_t4());
+    nlohmann::ordered_json moved{
+        {"metadata", doc["metadata"]}, {"schema_version", "1.0.0"}, {"results", doc["results"]}};
+    CHECK(from_cache_text(moved.dump()).recorded_times_ms() == t4.recorded_times_ms());
+    moved["cache"] = nlohmann::ordered_json::object();
+    CHECK(cache_error_of(moved.dump()) == "mem.json: 'tune_params_keys' is missing or not a list");
+  }
   // The runtimes are the samples.
   tunekit::Rng rng(1);
   for (const double x : t4.run(s.parse("w=0.25;method=COBYLA;popsize=20"), 5, rng).seconds) CHECK(x == 3.0e-3);

@@ -5,7 +5,8 @@
         /usr/bin/python3 bench/kt_peers.py --dataset FILE.csv [--seeds 25] [--budget 400] [--strategies a,b]
 
 The dataset (shared/datasets' format, e.g. one that examples/record_space wrote; or a Kernel Tuner
-cache file FILE.json, such as benchmark_hub's; either one gzipped, FILE.csv.gz or FILE.json.gz)
+cache file or T4 results file FILE.json, such as benchmark_hub's; either one gzipped, FILE.csv.gz
+or FILE.json.gz)
 becomes a Kernel Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a
 failed row RuntimeFailedConfig (for a cache of another objective, or with --objective NAME
 [--higher-is-better yes|no], its replayed value as tunekit-replay replays it: read_recorded).
@@ -75,20 +76,83 @@ def add_objective_arguments(ap):
                     help="the objective's direction (default: Kernel Tuner's for its name)")
 
 
+def resolve_objective(path, objective, own, higher_is_better):
+    """(objective, higher is better) a file is read by: `objective`, else the file's own (`own`;
+    time when None), better higher as `higher_is_better` ("yes"/"no") says, else as Kernel Tuner's
+    default for the name; as tunekit's readers resolve them (kernel_tuner_cache.hpp)."""
+    objective = objective or own or "time"
+    higher = {"yes": True, "no": False}.get(higher_is_better, HIGHER_IS_BETTER.get(objective))
+    if higher is None:
+        raise SystemExit(f"{path}: Kernel Tuner knows no direction for the objective '{objective}'; "
+                         "say whether higher is better (--higher-is-better yes|no)")
+    if objective == "time" and higher:
+        raise SystemExit(f"{path}: the objective time is better lower, not higher")
+    return objective, higher
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def knob_value(v):
+    """A parameter value as tunekit reads it: true/false as 1/0."""
+    return int(v) if isinstance(v, bool) else v
+
+
+# Milliseconds per unit of a T4 file's time units (kernel_tuner_cache.hpp: t4_unit_ms).
+T4_UNIT_MS = {"nanoseconds": 1e-6, "ns": 1e-6, "microseconds": 1e-3, "us": 1e-3, "milliseconds": 1.0, "ms": 1.0,
+              "seconds": 1e3, "s": 1e3}
+
+
+def read_t4(path, doc, objective, higher_is_better):
+    """read_recorded of a T4 results file (tunekit's reader: kernel_tuner_cache.hpp): the parameters
+    those of the first result's "configuration", in its order; a result whose "invalidity" is not
+    "correct" failed; the mean time its measurement named "time" (in its unit, else the file's
+    metadata.timeunit), else its runtimes' mean, the samples its runtimes (else the mean); another
+    objective (the first result's "objectives", or `objective`) its measurement of that name."""
+    results = doc["results"]
+    if not results:
+        raise SystemExit(f"{path}: no recorded configs")
+    own = (results[0].get("objectives") or [None])[0]
+    objective, higher = resolve_objective(path, objective, own, higher_is_better)
+    unit = T4_UNIT_MS[(doc.get("metadata") or {}).get("timeunit") or "milliseconds"]
+    names = list(results[0]["configuration"])
+    recorded = {}
+    for r in results:
+        key = tuple(knob_value(r["configuration"][n]) for n in names)
+        measured = {m.get("name"): m for m in r.get("measurements") or [] if isinstance(m, dict)}
+        if r.get("invalidity") != "correct":
+            recorded[key] = (math.inf, [])
+        elif objective == "time":
+            runtimes = [x * unit for x in (r.get("times") or {}).get("runtimes") or []]
+            m = measured.get("time")
+            if m:
+                t = m["value"] * (T4_UNIT_MS[m["unit"]] if m.get("unit") else unit)
+            else:
+                t = statistics.mean(runtimes)
+            recorded[key] = (t, runtimes or [t])
+        else:
+            v = measured[objective]["value"]
+            cost = 1.0 / v if higher else float(v)
+            recorded[key] = (cost, [cost])
+    return {n: sorted({k[i] for k in recorded}, key=text_key) for i, n in enumerate(names)}, recorded
+
+
 def read_recorded(path, objective=None, higher_is_better=None):
     """A recorded space as tunekit-replay --dataset reads one: a shared/datasets CSV, or a Kernel
-    Tuner cache file (.json), either one gzipped (.gz; benchmark_hub's caches are). Returns
-    (tune_params, recorded): each knob's values in order, and {config values: (recorded mean ms,
-    samples ms)}, a failed config's mean inf with no samples. A CSV's values are ints, ascending.
-    A cache's are its entries' JSON values (true/false as 1/0, as tunekit reads them) in the order
-    of its "tune_params", its "time" the mean (an entry with a value such as "InvalidConfig", its
-    "__error__" or its "time", a failed config) and its "times" the samples (else "time" alone); a cache still
-    being written (no closing brackets) is read as Kernel Tuner reads it. A cache is read by the
-    objective it names, or by `objective` (tunekit-replay --objective: docs/getting-started.md,
-    "Replaying another objective"): for another than time each entry's value of it is its mean
-    and only sample, as it is or, where higher is better (`higher_is_better` "yes"/"no", else
-    Kernel Tuner's default for the name), as 1 / it, so that scores are ratios of its values as
-    tunekit-replay's are. bench/optuna_peers.py and bench/peer_bar.py read spaces by it too."""
+    Tuner cache file or T4 results file (.json), either one gzipped (.gz; benchmark_hub's files
+    are). Returns (tune_params, recorded): each knob's values in order, and {config values:
+    (recorded mean ms, samples ms)}, a failed config's mean inf with no samples. A CSV's values are
+    ints, ascending. A cache's are its entries' JSON values (true/false as 1/0, as tunekit reads
+    them) in the order of its "tune_params", its "time" the mean (an entry with a value such as
+    "InvalidConfig", its "__error__" or its "time", a failed config) and its "times" the samples
+    (else "time" alone); a cache still being written (no closing brackets) is read as Kernel Tuner
+    reads it. A T4 file: read_t4. A cache or T4 file is read by the objective it names, or by
+    `objective` (tunekit-replay --objective: docs/getting-started.md, "Replaying another
+    objective"): for another than time each config's value of it is its mean and only sample, as
+    it is or, where higher is better (`higher_is_better` "yes"/"no", else Kernel Tuner's default
+    for the name), as 1 / it, so that scores are ratios of its values as tunekit-replay's are.
+    bench/optuna_peers.py and bench/peer_bar.py read spaces by it too."""
     text = read_text(path)
     recorded = {}
     if without_gz(path).suffix != ".json" and objective not in (None, "time"):
@@ -98,47 +162,36 @@ def read_recorded(path, objective=None, higher_is_better=None):
             doc = json.loads(text)
         except json.JSONDecodeError:
             doc = json.loads(text.rstrip().rstrip(",") + "}}")
-        if not isinstance(doc, dict) or "cache" not in doc or "tune_params_keys" not in doc:
-            raise SystemExit(f"{path}: not a Kernel Tuner cache file (a T4 results file loads in tunekit-replay, "
-                             "not in the peer scripts)")
-        names = doc["tune_params_keys"]
-        own = doc.get("objective")
-        if isinstance(own, list):
-            if len(own) > 1 and objective is None:
-                raise SystemExit(f"{path}: it was tuned for the objectives {own}; "
-                                 "say which one to replay (--objective)")
-            own = own[0] if own else None
-        objective = objective or own or "time"
-        higher = {"yes": True, "no": False}.get(higher_is_better, HIGHER_IS_BETTER.get(objective))
-        if higher is None:
-            raise SystemExit(f"{path}: Kernel Tuner knows no direction for the objective '{objective}'; "
-                             "say whether higher is better (--higher-is-better yes|no)")
-        if objective == "time" and higher:
-            raise SystemExit(f"{path}: the objective time is better lower, not higher")
-
-        def value(v):
-            return int(v) if isinstance(v, bool) else v
-
-        def positive(x):
-            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-        for entry in doc["cache"].values():
-            key = tuple(value(entry[n]) for n in names)
-            failed = any(isinstance(x, str) and x in FAILURES for x in entry.values())  # as Kernel Tuner's read_cache
-            v = entry.get(objective)
-            if failed or not positive(v):
-                recorded[key] = (math.inf, [])
-            elif objective == "time":
-                recorded[key] = (float(v), [float(x) for x in entry.get("times") or [v]])
-            else:
-                cost = 1.0 / v if higher else float(v)
-                recorded[key] = (cost, [cost])
-        listed = doc.get("tune_params", {})
-        tune_params = {}
-        for i, n in enumerate(names):
-            seen = {k[i] for k in recorded}
-            order = [value(v) for v in listed.get(n, [])]
-            tune_params[n] = [v for v in order if v in seen] if seen <= set(order) else sorted(seen, key=text_key)
+        if isinstance(doc, dict) and isinstance(doc.get("results"), list) and "cache" not in doc:
+            tune_params, recorded = read_t4(path, doc, objective, higher_is_better)
+        elif not isinstance(doc, dict) or "cache" not in doc or "tune_params_keys" not in doc:
+            raise SystemExit(f"{path}: neither a Kernel Tuner cache file nor a T4 results file")
+        else:
+            names = doc["tune_params_keys"]
+            own = doc.get("objective")
+            if isinstance(own, list):
+                if len(own) > 1 and objective is None:
+                    raise SystemExit(f"{path}: it was tuned for the objectives {own}; "
+                                     "say which one to replay (--objective)")
+                own = own[0] if own else None
+            objective, higher = resolve_objective(path, objective, own, higher_is_better)
+            for entry in doc["cache"].values():
+                key = tuple(knob_value(entry[n]) for n in names)
+                failed = any(isinstance(x, str) and x in FAILURES for x in entry.values())  # as read_cache
+                v = entry.get(objective)
+                if failed or not positive(v):
+                    recorded[key] = (math.inf, [])
+                elif objective == "time":
+                    recorded[key] = (float(v), [float(x) for x in entry.get("times") or [v]])
+                else:
+                    cost = 1.0 / v if higher else float(v)
+                    recorded[key] = (cost, [cost])
+            listed = doc.get("tune_params", {})
+            tune_params = {}
+            for i, n in enumerate(names):
+                seen = {k[i] for k in recorded}
+                order = [knob_value(v) for v in listed.get(n, [])]
+                tune_params[n] = [v for v in order if v in seen] if seen <= set(order) else sorted(seen, key=text_key)
     else:
         lines = text.splitlines()
         names = lines[0].split(",")[:-2]

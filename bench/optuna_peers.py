@@ -4,8 +4,8 @@
     /usr/bin/python3 bench/optuna_peers.py --dataset FILE.csv [--seeds 25] [--budget 400]
         [--max-trials N] [--samplers tpe,tpe_multivariate] [--json FILE]
 
-FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not;
-a cache by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
+FILE is read as bench/kt_peers.py reads it (a dataset CSV, a Kernel Tuner cache or a T4 results
+file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
 
 Each knob is a categorical parameter over its recorded values (`suggest_categorical`), the study
 minimises the recorded mean time, and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:

@@ -3,8 +3,8 @@
 
     /usr/bin/python3 bench/peer_bar.py --dataset FILE.csv --trials RUN.csv PEERS.json [PEERS.json ...]
 
-FILE is read as bench/kt_peers.py reads it (a dataset CSV or a Kernel Tuner cache, gzipped or not;
-a cache by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
+FILE is read as bench/kt_peers.py reads it (a dataset CSV, a Kernel Tuner cache or a T4 results
+file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
 RUN.csv is `tunekit-replay --out` (any number of seeds); each PEERS.json is the --json of
 bench/kt_peers.py or bench/optuna_peers.py (each strategy's curves, one per seed). Scores are
 PEERS.md's found score: the space's best recorded time / the recorded time of the best config among

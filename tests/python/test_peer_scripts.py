@@ -146,7 +146,10 @@ def test_peer_scripts_read_a_gzipped_or_open_cache_as_the_dataset_it_holds(tmp_p
     assert kt_peers.space_name(zipped) == "small"
     t4 = tmp_path / "run_T4.json"
     t4.write_text('{"schema_version": "1.0.0", "results": []}')
-    with pytest.raises(SystemExit, match="not a Kernel Tuner cache file"):
+    with pytest.raises(SystemExit, match="no recorded configs"):
+        kt_peers.read_recorded(t4)
+    t4.write_text('{"schema_version": "1.0.0"}')
+    with pytest.raises(SystemExit, match="neither a Kernel Tuner cache file nor a T4 results file"):
         kt_peers.read_recorded(t4)
 
 
@@ -182,32 +185,46 @@ def test_peer_bar_on_a_gzipped_cache_of_float_string_and_bool_knobs_matches_tune
         assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
 
 
-def energy_cache(path):
-    """A cache as Kernel Tuner 1.4 writes one for tune_kernel(..., objective="GFLOPS/W"): its header
-    as process_cache writes it and each entry by its own util.store_cache, a compile failure as an
-    "__error__" with no time. Time is lowest at bx 128, tile 4, shmem 0 (1 ms); the power drawn
-    grows with the tile, so GFLOPS/W is highest at bx 128, tile 1, shmem 0. Returns {config values:
-    (time ms or None, GFLOPS/W or None)}."""
+ENERGY_PARAMS = {"bx": [32, 64, 128, 256], "tile": [1, 2, 4, 8], "shmem": [0, 1]}
+
+
+def energy_results():
+    """The results of a Kernel Tuner 1.4 run of tune_kernel(..., objective="GFLOPS/W") with an
+    energy observer, as its runner returns them: time is lowest at bx 128, tile 4, shmem 0 (1 ms);
+    the power drawn grows with the tile, so GFLOPS/W is highest at bx 128, tile 1, shmem 0; bx 256
+    with tile 8 fails to compile ("__error__", no time). Returns (results, {config values: (time ms
+    or None, GFLOPS/W or None)})."""
     from kernel_tuner import util
 
-    tune_params = {"bx": [32, 64, 128, 256], "tile": [1, 2, 4, 8], "shmem": [0, 1]}
-    header = dict(device_name="NVIDIA A100-PCIE-40GB", kernel_name="k", problem_size=[4096],
-                  tune_params_keys=list(tune_params), tune_params=tune_params, objective="GFLOPS/W", cache={})
-    path.write_text(json.dumps(header, cls=util.NpEncoder, indent="")[:-3])
-    cache, truth = {}, {}
-    for bx, tile, shmem in itertools.product(*tune_params.values()):
-        params = dict(bx=bx, tile=tile, shmem=shmem)
+    results, truth = [], {}
+    for bx, tile, shmem in itertools.product(*ENERGY_PARAMS.values()):
+        r = dict(bx=bx, tile=tile, shmem=shmem, compile_time=10.0, verification_time=0, strategy_time=0,
+                 framework_time=0, timestamp="2026-12-02 10:00:00.000000+00:00")
         if bx == 256 and tile == 8:
-            params.update(__error__=util.CompilationFailedConfig(), compile_time=10.0, verification_time=0,
-                          benchmark_time=0)
+            r.update(__error__=util.CompilationFailedConfig(), benchmark_time=0)
             truth[(bx, tile, shmem)] = (None, None)
         else:
             t = 1 + abs(math.log2(bx) - 7) + 0.5 * abs(math.log2(tile) - 2) + 0.3 * shmem
             efficiency = 1000 / (t * (100 + 80 * tile + 30 * shmem))
-            params.update(time=t, times=[t, t, t], compile_time=10.0, verification_time=0, benchmark_time=3 * t,
-                          **{"GFLOPS/W": efficiency})
+            r.update(time=t, times=[t, t, t], benchmark_time=3 * t, **{"GFLOPS/W": efficiency})
             truth[(bx, tile, shmem)] = (t, efficiency)
-        util.store_cache(",".join(map(str, (bx, tile, shmem))), params, str(path), cache)
+        results.append(r)
+    return results, truth
+
+
+def energy_cache(path):
+    """energy_results as the cache Kernel Tuner writes: its header as process_cache writes it and
+    each entry by its own util.store_cache (a compile failure as an "__error__" with no time).
+    Returns energy_results' truth."""
+    from kernel_tuner import util
+
+    results, truth = energy_results()
+    header = dict(device_name="NVIDIA A100-PCIE-40GB", kernel_name="k", problem_size=[4096],
+                  tune_params_keys=list(ENERGY_PARAMS), tune_params=ENERGY_PARAMS, objective="GFLOPS/W", cache={})
+    path.write_text(json.dumps(header, cls=util.NpEncoder, indent="")[:-3])
+    cache = {}
+    for r in results:
+        util.store_cache(",".join(str(r[n]) for n in ENERGY_PARAMS), dict(r), str(path), cache)
     return truth
 
 
@@ -265,3 +282,34 @@ def test_an_energy_cache_replays_by_its_objective_in_tunekit_and_the_peer_script
     with pytest.raises(SystemExit, match="no direction for the objective 'compile_time'"):
         kt_peers.read_recorded(path, objective="compile_time")
     assert kt_peers.read_recorded(path, "compile_time", "no")[1][(32, 1, 0)] == (10.0, [10.0])
+
+
+def test_an_energy_t4_file_reads_alike_in_tunekit_and_the_peer_scripts(vendor, replay_bin, tmp_path):
+    """The same run written by Kernel Tuner's own store_output_file (a T4 results file, objective
+    GFLOPS/W): the peer scripts' reader and tunekit give each config the same value by GFLOPS/W and
+    by time, the failed ones failed, and peer_bar's found-score medians of a tunekit-replay run
+    equal tunekit-replay's own."""
+    from kernel_tuner.file_utils import store_output_file
+
+    import tunekit as tk
+
+    kt_peers, peer_bar = load("kt_peers"), load("peer_bar")
+    results, truth = energy_results()
+    path = tmp_path / "energy_T4.json"
+    store_output_file(str(path), results, ENERGY_PARAMS, "GFLOPS/W")
+    for objective in (None, "time"):
+        kernel = tk.ReplayKernel.load(path, objective=objective or "")
+        tune_params, recorded = kt_peers.read_recorded(path, objective)
+        assert tune_params == ENERGY_PARAMS
+        assert kernel.failed_count == sum(math.isinf(t) for t, _ in recorded.values()) == 2
+        for values, (t, efficiency) in truth.items():
+            expected = math.inf if t is None else t if objective == "time" else 1 / efficiency
+            assert recorded[values][0] == pytest.approx(expected)
+            assert kernel.recorded_ms(dict(zip(ENERGY_PARAMS, values))) == pytest.approx(expected)
+        out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+        extra = ["--objective", objective] if objective else []
+        subprocess.run([str(replay_bin), "--dataset", str(path), "--seeds", "3", "--budget", "25", "--quiet",
+                        "--out", str(out), "--summary-json", str(summary)] + extra, check=True, capture_output=True)
+        done = json.loads(summary.read_text())
+        curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(path, objective))
+        assert peer_bar.median_at(curves, 25) == pytest.approx(done["found_score_median"]["25"], abs=1e-9)

@@ -71,7 +71,7 @@ FAILURES = ("InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig", "
 
 def add_objective_arguments(ap):
     """--objective and --higher-is-better, as tunekit-replay takes them (read_recorded)."""
-    ap.add_argument("--objective", help="what a cache is replayed by (default: its own objective)")
+    ap.add_argument("--objective", help="what a cache or T4 file is replayed by (default: its own objective)")
     ap.add_argument("--higher-is-better", choices=["yes", "no"],
                     help="the objective's direction (default: Kernel Tuner's for its name)")
 
@@ -155,8 +155,8 @@ def read_recorded(path, objective=None, higher_is_better=None):
     bench/optuna_peers.py and bench/peer_bar.py read spaces by it too."""
     text = read_text(path)
     recorded = {}
-    if without_gz(path).suffix != ".json" and objective not in (None, "time"):
-        raise SystemExit(f"{path}: a dataset CSV records time alone, not the objective '{objective}'")
+    if without_gz(path).suffix != ".json" and (objective not in (None, "time") or higher_is_better == "yes"):
+        raise SystemExit(f"{path}: a dataset CSV records time alone, which is better lower")
     if without_gz(path).suffix == ".json":
         try:
             doc = json.loads(text)

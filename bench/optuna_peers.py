@@ -5,7 +5,8 @@
         [--max-trials N] [--samplers tpe,tpe_multivariate] [--json FILE]
 
 FILE is read as bench/kt_peers.py reads it (a dataset CSV, a Kernel Tuner cache or a T4 results
-file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
+file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME
+[--higher-is-better yes|no] as tunekit-replay reads it).
 
 Each knob is a categorical parameter over its recorded values (`suggest_categorical`), the study
 minimises the recorded mean time, and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:
@@ -48,8 +49,9 @@ OUTSIDE = 1e9  # the answer for a combination outside the recorded set
 
 
 def read_space(path, objective=None, higher_is_better=None):
-    """(knob names, {config values: recorded ms}, optimum ms) of a recorded space (a dataset CSV or
-    a Kernel Tuner cache, gzipped or not, by its objective or the one named: kt_peers.read_recorded)."""
+    """(knob names, {config values: recorded ms}, optimum ms) of a recorded space (a dataset CSV, a
+    Kernel Tuner cache or a T4 results file, gzipped or not, by its objective or the one named:
+    kt_peers.read_recorded)."""
     tune_params, rows = read_recorded(path, objective, higher_is_better)
     recorded = {values: t for values, (t, _) in rows.items()}
     finite = [t for t in recorded.values() if math.isfinite(t)]

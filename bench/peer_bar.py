@@ -4,7 +4,8 @@
     /usr/bin/python3 bench/peer_bar.py --dataset FILE.csv --trials RUN.csv PEERS.json [PEERS.json ...]
 
 FILE is read as bench/kt_peers.py reads it (a dataset CSV, a Kernel Tuner cache or a T4 results
-file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME [--higher-is-better yes|no] as tunekit-replay's).
+file, gzipped or not; a cache or T4 file by its objective, or by --objective NAME
+[--higher-is-better yes|no] as tunekit-replay reads it).
 RUN.csv is `tunekit-replay --out` (any number of seeds); each PEERS.json is the --json of
 bench/kt_peers.py or bench/optuna_peers.py (each strategy's curves, one per seed). Scores are
 PEERS.md's found score: the space's best recorded time / the recorded time of the best config among
@@ -29,14 +30,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import BUDGETS, add_objective_arguments, evals_to, read_recorded, score_at, space_name  # noqa: E402
+from kt_peers import (BUDGETS, add_objective_arguments, evals_to, read_recorded, score_at,  # noqa: E402
+                      space_name)
 
 
 def read_dataset(path, objective=None, higher_is_better=None):
     """(knob names, rows of knob values as tunekit's config text writes them, recorded ms per row,
-    optimum ms) of a recorded space (a dataset CSV or a Kernel Tuner cache, gzipped or not:
-    kt_peers.read_recorded, by its objective or the one named). A number is written as JSON writes
-    it, a string as it is."""
+    optimum ms) of a recorded space (a dataset CSV, a Kernel Tuner cache or a T4 results file,
+    gzipped or not: kt_peers.read_recorded, by its objective or the one named). A number is
+    written as JSON writes it, a string as it is."""
     tune_params, rows = read_recorded(path, objective, higher_is_better)
     values = [[v if isinstance(v, str) else json.dumps(v) for v in k] for k in rows]
     times = [t for t, _ in rows.values()]

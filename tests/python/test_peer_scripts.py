@@ -24,6 +24,22 @@ def load(name):
     return module
 
 
+def replay_with_peer_bar(replay_bin, path, tmp_path, dataset, *args):
+    """tunekit-replay on `path` with `args` (and --quiet, --out, --summary-json): peer_bar's curves
+    of its --out on `dataset` (peer_bar.read_dataset's), and its summary."""
+    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
+    subprocess.run([str(replay_bin), "--dataset", str(path), *args, "--quiet", "--out", str(out),
+                    "--summary-json", str(summary)], check=True, capture_output=True)
+    return load("peer_bar").tunekit_curves(out, dataset), json.loads(summary.read_text())
+
+
+def assert_found_medians_match(curves, summary):
+    """peer_bar's found-score median of `curves` equals the summary's at each of its budgets."""
+    peer_bar = load("peer_bar")
+    for b, value in summary["found_score_median"].items():
+        assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
+
+
 # A 3 x 3 space of which 6 configs were recorded, one of them failed; c is constant.
 SMALL = """a,b,c,time_ms,samples
 1,1,7,4.0,4.0
@@ -59,15 +75,11 @@ def test_peer_bar_matches_tunekit_replay_summary(datasets, replay_bin, tmp_path)
     tunekit-replay's own (its summary JSON), at every budget of the run."""
     peer_bar = load("peer_bar")
     csv = datasets / "convolution_A4000.csv"
-    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
-    subprocess.run([str(replay_bin), "--dataset", str(csv), "--seeds", "5", "--budget", "50", "--quiet",
-                    "--out", str(out), "--summary-json", str(summary)], check=True, capture_output=True)
-    curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(csv))
+    curves, summary = replay_with_peer_bar(replay_bin, csv, tmp_path, peer_bar.read_dataset(csv),
+                                           "--seeds", "5", "--budget", "50")
     assert len(curves) == 5 and all(len(c) == 50 for c in curves)
-    expected = json.loads(summary.read_text())["found_score_median"]
-    assert set(expected) == {"25", "50"}
-    for b, value in expected.items():
-        assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
+    assert set(summary["found_score_median"]) == {"25", "50"}
+    assert_found_medians_match(curves, summary)
 
 
 def test_optuna_peers_counts_recorded_configs_only(tmp_path):
@@ -174,15 +186,11 @@ def test_peer_bar_on_a_gzipped_cache_of_float_string_and_bool_knobs_matches_tune
                                                "objective": "time", "cache": cache}).encode()))
     dataset = peer_bar.read_dataset(path)
     assert dataset[0] == ["bx", "w", "layout", "vec"] and ["32", "0.25", "row", "1"] in dataset[1]
-    out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
-    subprocess.run([str(replay_bin), "--dataset", str(path), "--tuner", "tpe-local", "--seeds", "3", "--budget", "50",
-                    "--quiet", "--out", str(out), "--summary-json", str(summary)], check=True, capture_output=True)
-    curves = peer_bar.tunekit_curves(out, dataset)
+    curves, summary = replay_with_peer_bar(replay_bin, path, tmp_path, dataset,
+                                           "--tuner", "tpe-local", "--seeds", "3", "--budget", "50")
     assert len(curves) == 3 and all(len(c) == 50 for c in curves)
-    expected = json.loads(summary.read_text())["found_score_median"]
-    assert set(expected) == {"25", "50"}
-    for b, value in expected.items():
-        assert peer_bar.median_at(curves, int(b)) == pytest.approx(value, abs=1e-9)
+    assert set(summary["found_score_median"]) == {"25", "50"}
+    assert_found_medians_match(curves, summary)
 
 
 ENERGY_PARAMS = {"bx": [32, 64, 128, 256], "tile": [1, 2, 4, 8], "shmem": [0, 1]}
@@ -258,15 +266,12 @@ def test_an_energy_cache_replays_by_its_objective_in_tunekit_and_the_peer_script
     assert kt_peers.read_recorded(path, objective="time")[1][(128, 4, 0)] == (1.0, [1.0, 1.0, 1.0])
 
     for objective in (None, "time"):
-        out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
         extra = ["--objective", objective] if objective else []
-        subprocess.run([str(replay_bin), "--dataset", str(path), "--tuner", "tpe-local", "--seeds", "3",
-                        "--budget", "25", "--quiet", "--out", str(out), "--summary-json", str(summary)] + extra,
-                       check=True, capture_output=True)
-        done = json.loads(summary.read_text())
-        assert done["objective"] == (objective or "GFLOPS/W")
-        curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(path, objective))
-        assert peer_bar.median_at(curves, 25) == pytest.approx(done["found_score_median"]["25"], abs=1e-9)
+        curves, summary = replay_with_peer_bar(replay_bin, path, tmp_path, peer_bar.read_dataset(path, objective),
+                                               "--tuner", "tpe-local", "--seeds", "3", "--budget", "25", *extra)
+        assert summary["objective"] == (objective or "GFLOPS/W")
+        assert set(summary["found_score_median"]) == {"25"}
+        assert_found_medians_match(curves, summary)
 
     # Tasks of one model replayed by different objectives (their weighted sum would mix units).
     csv = tmp_path / "small.csv"
@@ -306,10 +311,8 @@ def test_an_energy_t4_file_reads_alike_in_tunekit_and_the_peer_scripts(vendor, r
             expected = math.inf if t is None else t if objective == "time" else 1 / efficiency
             assert recorded[values][0] == pytest.approx(expected)
             assert kernel.recorded_ms(dict(zip(ENERGY_PARAMS, values))) == pytest.approx(expected)
-        out, summary = tmp_path / "trials.csv", tmp_path / "summary.json"
         extra = ["--objective", objective] if objective else []
-        subprocess.run([str(replay_bin), "--dataset", str(path), "--seeds", "3", "--budget", "25", "--quiet",
-                        "--out", str(out), "--summary-json", str(summary)] + extra, check=True, capture_output=True)
-        done = json.loads(summary.read_text())
-        curves = peer_bar.tunekit_curves(out, peer_bar.read_dataset(path, objective))
-        assert peer_bar.median_at(curves, 25) == pytest.approx(done["found_score_median"]["25"], abs=1e-9)
+        curves, summary = replay_with_peer_bar(replay_bin, path, tmp_path, peer_bar.read_dataset(path, objective),
+                                               "--seeds", "3", "--budget", "25", *extra)
+        assert set(summary["found_score_median"]) == {"25"}
+        assert_found_medians_match(curves, summary)

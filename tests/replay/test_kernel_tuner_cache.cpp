@@ -447,7 +447,8 @@ TEST_CASE("a Kernel Tuner cache replays the objective it was tuned for, or the o
   CHECK(k.run({0, 0}, 2, rng).simulated_cost == doctest::Approx(2 * 2.0e-3));
 
   // The found score of a tuner's pick is the ratio of the values (the best / the pick's), so a
-  // run on this replay ranks configs by efficiency, not speed: exhaustive search finds 64,1.
+  // run on this replay ranks configs by efficiency, not speed: the lowest replayed value is the
+  // most efficient config, 64,1, not the fastest, 32,0.
   std::vector<std::pair<double, std::string>> by_value;
   for (const auto& c : k.recorded_configs()) by_value.emplace_back(k.recorded_ms(c), k.space().describe(c));
   std::sort(by_value.begin(), by_value.end());

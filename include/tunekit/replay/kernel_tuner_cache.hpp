@@ -392,20 +392,24 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
         for (const auto& t : *runtimes)
           row.samples_ms.push_back(positive_time_ms(t, unit_ms, where(i), "'runtimes'"));
       }
+    // The result's first measurement named `name`; nullptr when it has none.
+    auto measurement = [&](const std::string& name) -> const Json* {
+      if (const auto ms = r.find("measurements"); ms != r.end() && ms->is_array())
+        for (const auto& m : *ms)
+          if (m.is_object() && m.value("name", Json()) == name) return &m;
+      return nullptr;
+    };
     // The mean time: the measurement named "time", else the runtimes' mean.
     std::optional<double> time_ms;
-    if (const auto ms = r.find("measurements"); ms != r.end() && ms->is_array())
-      for (const auto& m : *ms)
-        if (m.is_object() && m.value("name", Json()) == "time") {
-          const auto unit = m.find("unit");
-          const bool none = unit == m.end() || (unit->is_string() && unit->get_ref<const std::string&>().empty());
-          const auto per = none ? std::optional<double>(unit_ms)
-                                : unit->is_string() ? t4_unit_ms(unit->get_ref<const std::string&>()) : std::nullopt;
-          if (!per)
-            throw DatasetError(where(i) + ": the 'time' measurement's unit " + unit->dump() + " is not a time unit");
-          time_ms = positive_time_ms(m.value("value", Json()), *per, where(i), "the 'time' measurement");
-          break;
-        }
+    if (const Json* m = measurement("time")) {
+      const auto unit = m->find("unit");
+      const bool none = unit == m->end() || (unit->is_string() && unit->get_ref<const std::string&>().empty());
+      const auto per = none ? std::optional<double>(unit_ms)
+                            : unit->is_string() ? t4_unit_ms(unit->get_ref<const std::string&>()) : std::nullopt;
+      if (!per)
+        throw DatasetError(where(i) + ": the 'time' measurement's unit " + unit->dump() + " is not a time unit");
+      time_ms = positive_time_ms(m->value("value", Json()), *per, where(i), "the 'time' measurement");
+    }
     if (!time_ms && !row.samples_ms.empty())
       time_ms = std::accumulate(row.samples_ms.begin(), row.samples_ms.end(), 0.0) /
                 static_cast<double>(row.samples_ms.size());
@@ -414,10 +418,7 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
       row.time_ms = *time_ms;
       if (row.samples_ms.empty()) row.samples_ms.push_back(row.time_ms);
     } else {  // the measurement named by the objective, its one sample; the time is the clock's
-      const Json* value = nullptr;
-      if (const auto ms = r.find("measurements"); ms != r.end() && ms->is_array())
-        for (const auto& m : *ms)
-          if (m.is_object() && m.value("name", Json()) == objective) value = &m;
+      const Json* value = measurement(objective);
       if (!value) throw DatasetError(where(i) + ": lacks a measurement named '" + objective + "'");
       row.time_ms = objective_value(value->value("value", Json()), higher_is_better, where(i), objective);
       row.samples_ms.assign(1, row.time_ms);

@@ -43,7 +43,6 @@ Deterministic: the same --seed (default 1) and arguments give byte-identical fil
 
 import argparse
 import itertools
-import math
 import pathlib
 import sys
 

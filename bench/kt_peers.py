@@ -6,12 +6,12 @@
 
 The dataset (shared/datasets' format, e.g. one that examples/record_space wrote; or a Kernel Tuner
 cache file or T4 results file FILE.json, such as benchmark_hub's; either one gzipped, FILE.csv.gz
-or FILE.json.gz)
-becomes a Kernel Tuner cache file: "time" each row's recorded mean in ms, "times" its samples, a
-failed row RuntimeFailedConfig (for a cache of another objective, or with --objective NAME
-[--higher-is-better yes|no], its replayed value as tunekit-replay replays it: read_recorded).
-Each strategy then tunes it in Kernel Tuner's simulation mode with max_fevals = budget, seeds
-0 .. seeds-1 (numpy's and Python's generators seeded before each run).
+or FILE.json.gz) becomes a Kernel Tuner cache file: "time" each row's recorded mean in ms,
+"times" its samples, a failed row RuntimeFailedConfig (for a file of another objective, or with
+--objective NAME [--higher-is-better yes|no], each row's value of that objective:
+dataset_as_cache). Each strategy then tunes it in Kernel Tuner's simulation mode with max_fevals =
+budget and the objective with its direction, seeds 0 .. seeds-1 (numpy's and Python's generators
+seeded before each run).
 The score is PEERS.md's found score: the space's best recorded time / the recorded time of the best
 config among the first B distinct configs measured (failed ones count toward B); the table gives
 its median over the seeds at each B, e95/e99 the median number of distinct configs measured to
@@ -22,6 +22,7 @@ numbers and each run's curve.
 """
 
 import argparse
+import collections
 import gzip
 import json
 import math
@@ -117,7 +118,7 @@ def read_t4(path, doc, objective, higher_is_better):
     objective, higher = resolve_objective(path, objective, own, higher_is_better)
     unit = T4_UNIT_MS[(doc.get("metadata") or {}).get("timeunit") or "milliseconds"]
     names = list(results[0]["configuration"])
-    recorded = {}
+    recorded, values = {}, {}
     for r in results:
         key = tuple(knob_value(r["configuration"][n]) for n in names)
         measured = {m.get("name"): m for m in r.get("measurements") or [] if isinstance(m, dict)}
@@ -132,10 +133,11 @@ def read_t4(path, doc, objective, higher_is_better):
                 t = statistics.mean(runtimes)
             recorded[key] = (t, runtimes or [t])
         else:
-            v = measured[objective]["value"]
+            v = values[key] = measured[objective]["value"]
             cost = 1.0 / v if higher else float(v)
             recorded[key] = (cost, [cost])
-    return {n: sorted({k[i] for k in recorded}, key=text_key) for i, n in enumerate(names)}, recorded
+    tune_params = {n: sorted({k[i] for k in recorded}, key=text_key) for i, n in enumerate(names)}
+    return Space(tune_params, recorded, objective, higher, values)
 
 
 def read_recorded(path, objective=None, higher_is_better=None):
@@ -152,9 +154,21 @@ def read_recorded(path, objective=None, higher_is_better=None):
     objective"): for another than time each config's value of it is its mean and only sample, as
     it is or, where higher is better (`higher_is_better` "yes"/"no", else Kernel Tuner's default
     for the name), as 1 / it, so that scores are ratios of its values as tunekit-replay's are.
-    bench/optuna_peers.py and bench/peer_bar.py read spaces by it too."""
+    bench/peer_bar.py reads spaces by it too, bench/optuna_peers.py by read_with_objective."""
+    return read_with_objective(path, objective, higher_is_better)[:2]
+
+
+# A recorded space as read_with_objective reads it: read_recorded's tune_params and recorded, the
+# objective it was read by and whether higher is better (a CSV's: time, lower), and by another
+# objective than time each successful config's own value of it ({config values: value}; empty for
+# time).
+Space = collections.namedtuple("Space", "tune_params recorded objective higher values")
+
+
+def read_with_objective(path, objective=None, higher_is_better=None):
+    """read_recorded's space with the objective it was read by (a Space)."""
     text = read_text(path)
-    recorded = {}
+    recorded, values = {}, {}
     if without_gz(path).suffix != ".json" and (objective not in (None, "time") or higher_is_better == "yes"):
         raise SystemExit(f"{path}: a dataset CSV records time alone, which is better lower")
     if without_gz(path).suffix == ".json":
@@ -163,7 +177,7 @@ def read_recorded(path, objective=None, higher_is_better=None):
         except json.JSONDecodeError:
             doc = json.loads(text.rstrip().rstrip(",") + "}}")
         if isinstance(doc, dict) and isinstance(doc.get("results"), list) and "cache" not in doc:
-            tune_params, recorded = read_t4(path, doc, objective, higher_is_better)
+            tune_params, recorded, objective, higher, values = read_t4(path, doc, objective, higher_is_better)
         elif not isinstance(doc, dict) or "cache" not in doc or "tune_params_keys" not in doc:
             raise SystemExit(f"{path}: neither a Kernel Tuner cache file nor a T4 results file")
         else:
@@ -184,6 +198,7 @@ def read_recorded(path, objective=None, higher_is_better=None):
                 elif objective == "time":
                     recorded[key] = (float(v), [float(x) for x in entry.get("times") or [v]])
                 else:
+                    values[key] = v
                     cost = 1.0 / v if higher else float(v)
                     recorded[key] = (cost, [cost])
             listed = doc.get("tune_params", {})
@@ -193,6 +208,7 @@ def read_recorded(path, objective=None, higher_is_better=None):
                 order = [knob_value(v) for v in listed.get(n, [])]
                 tune_params[n] = [v for v in order if v in seen] if seen <= set(order) else sorted(seen, key=text_key)
     else:
+        objective, higher = "time", False
         lines = text.splitlines()
         names = lines[0].split(",")[:-2]
         for line in lines[1:]:
@@ -204,39 +220,77 @@ def read_recorded(path, objective=None, higher_is_better=None):
         tune_params = {n: sorted({k[i] for k in recorded}) for i, n in enumerate(names)}
     if not recorded:
         raise SystemExit(f"{path}: no recorded configs")
-    return tune_params, recorded
+    return Space(tune_params, recorded, objective, higher, values)
 
 
 def dataset_as_cache(path, out, samples=True, objective=None, higher_is_better=None):
-    """A recorded space (read_recorded) as a Kernel Tuner cache file (kernel_tuner/util.py:
+    """A recorded space (read_with_objective) as a Kernel Tuner cache file (kernel_tuner/util.py:
     process_cache's format): "time" each config's recorded mean in ms, a failed one
     RuntimeFailedConfig, and with `samples` "times" its samples (Kernel Tuner's simulation answers
     with "time" alone; tunekit-replay, reading the cache, replays "times" where there are any).
-    Returns (tune_params, {config values: recorded ms}, optimum ms). A cache replayed by another
-    objective (read_recorded) has as "time" each config's replayed value (1 / the objective where
-    higher is better), which Kernel Tuner's strategies then minimise: the same order of configs,
-    though a strategy that uses the values themselves (simulated annealing's acceptance, bayes_opt)
-    may search a little differently than with objective=NAME. tests/python/test_kernel_tuner.py
-    uses it too."""
-    tune_params, rows = read_recorded(path, objective, higher_is_better)
+    A space read by another objective keeps it: the cache's "objective" is its name, each entry has
+    its recorded value under that name and "time" the replayed value, so that Kernel Tuner's
+    strategies, given objective=NAME and its direction (main passes both), make the trials they
+    make on the original file, those that use the values themselves (simulated annealing's
+    acceptance, basinhopping, bayes_opt) too. (The recorded value, not the inverse of the replayed
+    one: rounding changes that in the last bit, and basinhopping then searches otherwise.) Returns
+    (tune_params, {config values: replayed value}, optimum, objective, higher is better).
+    tests/python/test_kernel_tuner.py uses it too."""
+    tune_params, rows, objective, higher, values = read_with_objective(path, objective, higher_is_better)
     names = list(tune_params)
     cache, recorded = {}, {}
-    for values, (t, times) in rows.items():
-        entry = dict(zip(names, values))
+    for key, (t, times) in rows.items():
+        entry = dict(zip(names, key))
         if math.isinf(t):
             entry["time"] = "RuntimeFailedConfig"
+            if objective != "time":
+                entry[objective] = "RuntimeFailedConfig"
         else:
             entry["time"] = t
-            if samples:
+            if objective != "time":
+                entry[objective] = values[key]
+            elif samples:
                 entry["times"] = times
         entry.update(compile_time=0, verification_time=0, benchmark_time=0, strategy_time=0, framework_time=0,
                      timestamp="recorded")
-        cache[",".join(map(str, values))] = entry
-        recorded[values] = t
+        cache[",".join(map(str, key))] = entry
+        recorded[key] = t
     Path(out).write_text(json.dumps({"device_name": "recorded", "kernel_name": space_name(path),
                                      "problem_size": 0, "tune_params_keys": names, "tune_params": tune_params,
-                                     "objective": "time", "cache": cache}))
-    return tune_params, recorded, min(recorded.values())
+                                     "objective": objective, "cache": cache}))
+    return tune_params, recorded, min(recorded.values()), objective, higher
+
+
+def tune(cache, kernel_name, problem_size, tune_params, recorded, strategy, budget, seed, objective, higher):
+    """Kernel Tuner's results of one run of `strategy` in simulation mode on the cache file `cache`
+    (of that kernel name and problem size), restricted to the `recorded` configs, with max_fevals
+    `budget`, numpy's and Python's generators seeded with `seed`, tuning `objective` (`higher`: is
+    better higher)."""
+    import kernel_tuner
+    import numpy as np
+
+    names = list(tune_params)
+
+    def recorded_only(p):
+        # Kernel Tuner's old-style restriction (one dict): exactly the recorded configs. A def, not
+        # a lambda: Kernel Tuner rewrites lambdas from their source text.
+        return tuple(p[n] for n in names) in recorded
+
+    random.seed(seed)
+    np.random.seed(seed)
+    results, _ = kernel_tuner.tune_kernel(
+        kernel_name, "__global__ void k() {}", problem_size, [], tune_params, restrictions=recorded_only,
+        strategy=strategy, strategy_options=dict(max_fevals=budget), objective=objective,
+        objective_higher_is_better=higher, verbose=False, quiet=True, cache=str(cache), simulation_mode=True)
+    return results
+
+
+def best_text(objective, higher, optimum):
+    """The best value of a space read by `objective` (`higher`: is better higher) whose best replayed
+    value is `optimum`, as the peer scripts' table headings give it."""
+    if objective == "time":
+        return f"best {optimum:g} ms"
+    return f"by {objective} ({'higher' if higher else 'lower'} is better), best {1 / optimum if higher else optimum:g}"
 
 
 def found_curve(results, names, recorded, optimum, budget):
@@ -276,38 +330,27 @@ def main():
     add_objective_arguments(ap)
     args = ap.parse_args()
     import kernel_tuner
-    import numpy as np
 
     tmp = tempfile.TemporaryDirectory()
     cache = Path(tmp.name) / "cache.json"
-    tune_params, recorded, optimum = dataset_as_cache(args.dataset, cache, objective=args.objective,
-                                                      higher_is_better=args.higher_is_better)
+    tune_params, recorded, optimum, objective, higher = dataset_as_cache(
+        args.dataset, cache, objective=args.objective, higher_is_better=args.higher_is_better)
     names = list(tune_params)
-
-    def recorded_only(p):
-        # Kernel Tuner's old-style restriction (one dict): exactly the recorded configs. A def, not
-        # a lambda: Kernel Tuner rewrites lambdas from their source text.
-        return tuple(p[n] for n in names) in recorded
-
     budgets = [b for b in BUDGETS if b <= args.budget]
     out, not_run = {}, []
     # PEERS.md's layout, which bench/search_efficiency.sh reads (the best peer per cell).
     print(f"## {space_name(args.dataset)}\n")
-    print(f"{len(recorded)} configs, best {optimum:g} ms; Kernel Tuner {kernel_tuner.__version__}, simulation mode, "
-          f"budget {args.budget}; s/run: seconds per run of the strategy (its search)\n")
+    print(f"{len(recorded)} configs, {best_text(objective, higher, optimum)}; Kernel Tuner {kernel_tuner.__version__}, "
+          f"simulation mode, budget {args.budget}; s/run: seconds per run of the strategy (its search)\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + f" | e95 | e99 | n@{args.budget} | s/run |")
     print("|---|" + "---|" * (len(budgets) + 5))
     for name in args.strategies.split(","):
         curves, took = [], []
         try:
             for seed in range(args.seeds):
-                random.seed(seed)
-                np.random.seed(seed)
                 start = time.perf_counter()
-                results, _ = kernel_tuner.tune_kernel(
-                    space_name(args.dataset), "__global__ void k() {}", 0, [], tune_params,
-                    restrictions=recorded_only, strategy=name, strategy_options=dict(max_fevals=args.budget),
-                    verbose=False, quiet=True, cache=str(cache), simulation_mode=True)
+                results = tune(cache, space_name(args.dataset), 0, tune_params, recorded, name, args.budget, seed,
+                               objective, higher)
                 took.append(time.perf_counter() - start)
                 curves.append(found_curve(results, names, recorded, optimum, args.budget))
         except ImportError as e:  # a strategy's optional dependency (bayes_opt: scikit-optimize)

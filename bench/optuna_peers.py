@@ -9,7 +9,9 @@ file, gzipped or not; a cache or T4 file by its objective, or by --objective NAM
 [--higher-is-better yes|no] as tunekit-replay reads it).
 
 Each knob is a categorical parameter over its recorded values (`suggest_categorical`), the study
-minimises the recorded mean time, and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:
+minimises the recorded mean time (by another objective the replayed value, 1 / the objective where
+higher is better: TPE splits the trials by the order of their values, which is the order of the
+objective's), and each seed s runs `TPESampler(seed=s)` (Optuna's defaults:
 10 random start-up trials, gamma 0.1 capped at 25, 24 candidates; `multivariate=True` for
 tpe_multivariate). How the answers are given:
 - a recorded config: its recorded mean (a failed one, time inf, is told as a failed trial);
@@ -41,23 +43,27 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kt_peers import (BUDGETS, add_objective_arguments, evals_to, read_recorded, score_at,  # noqa: E402
-                      space_name, text_key)
+from kt_peers import (BUDGETS, add_objective_arguments, best_text, evals_to, read_with_objective,  # noqa: E402
+                      score_at, space_name, text_key)
 
 SAMPLERS = ["tpe", "tpe_multivariate"]
 OUTSIDE = 1e9  # the answer for a combination outside the recorded set
 
 
 def read_space(path, objective=None, higher_is_better=None):
-    """(knob names, {config values: recorded ms}, optimum ms) of a recorded space (a dataset CSV, a
-    Kernel Tuner cache or a T4 results file, gzipped or not, by its objective or the one named:
-    kt_peers.read_recorded)."""
-    tune_params, rows = read_recorded(path, objective, higher_is_better)
-    recorded = {values: t for values, (t, _) in rows.items()}
+    """(knob names, {config values: replayed value}, optimum, what the space was read by) of a
+    recorded space (a dataset CSV, a Kernel Tuner cache or a T4 results file, gzipped or not, by
+    its objective or the one named: kt_peers.read_with_objective). The replayed value is the
+    recorded mean ms, or by another objective its value or 1 / it where higher is better; the last
+    item says which, as kt_peers' table heading does ("best 5.66 ms", "by GFLOPS/W (higher is
+    better), best 2.78")."""
+    space = read_with_objective(path, objective, higher_is_better)
+    recorded = {values: t for values, (t, _) in space.recorded.items()}
     finite = [t for t in recorded.values() if math.isfinite(t)]
     if not finite:
         raise SystemExit(f"{path}: no config ran")
-    return list(tune_params), recorded, min(finite)
+    optimum = min(finite)
+    return list(space.tune_params), recorded, optimum, best_text(space.objective, space.higher, optimum)
 
 
 def run(optuna, names, recorded, optimum, budget, seed, multivariate, max_trials):
@@ -102,11 +108,11 @@ def main():
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-    names, recorded, optimum = read_space(args.dataset, args.objective, args.higher_is_better)
+    names, recorded, optimum, best = read_space(args.dataset, args.objective, args.higher_is_better)
     max_trials = args.max_trials or 4 * args.budget
     budgets = [b for b in BUDGETS if b <= args.budget]
     print(f"## {space_name(args.dataset)}\n")
-    print(f"{len(recorded)} configs, best {optimum:g} ms; Optuna {optuna.__version__}, budget {args.budget}, "
+    print(f"{len(recorded)} configs, {best}; Optuna {optuna.__version__}, budget {args.budget}, "
           f"at most {max_trials} trials; s/run: seconds per run of the sampler\n")
     print("| strategy | seeds | " + " | ".join(f"B={b}" for b in budgets) + f" | e95 | e99 | n@{args.budget} | s/run |")
     print("|---|" + "---|" * (len(budgets) + 5))

@@ -170,7 +170,7 @@ def dataset_as_cache(csv_path, out):
     spec = importlib.util.spec_from_file_location("kt_peers", ROOT / "bench" / "kt_peers.py")
     kt_peers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kt_peers)
-    tune_params, recorded, _ = kt_peers.dataset_as_cache(csv_path, out, samples=False)
+    tune_params, recorded = kt_peers.dataset_as_cache(csv_path, out, samples=False)[:2]
     return tune_params, set(recorded)
 
 

@@ -92,7 +92,7 @@ def test_optuna_peers_counts_recorded_configs_only(tmp_path):
     optuna_peers = load("optuna_peers")
     csv = tmp_path / "small.csv"
     csv.write_text(SMALL)
-    names, recorded, optimum = optuna_peers.read_space(csv)
+    names, recorded, optimum, _ = optuna_peers.read_space(csv)
     assert names == ["a", "b", "c"] and optimum == 1.0 and len(recorded) == 6
     scores = {0.0} | {optimum / t for t in recorded.values() if math.isfinite(t)}
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # multivariate
@@ -287,6 +287,31 @@ def test_an_energy_cache_replays_by_its_objective_in_tunekit_and_the_peer_script
     with pytest.raises(SystemExit, match="no direction for the objective 'compile_time'"):
         kt_peers.read_recorded(path, objective="compile_time")
     assert kt_peers.read_recorded(path, "compile_time", "no")[1][(32, 1, 0)] == (10.0, [10.0])
+
+
+def test_kt_peers_tunes_an_energy_cache_as_kernel_tuner_tunes_it_by_its_objective(vendor, tmp_path):
+    """kt_peers' strategies on a cache of GFLOPS/W (dataset_as_cache, then tune) make the trials
+    that Kernel Tuner makes on the original file with objective="GFLOPS/W": basinhopping and
+    dual_annealing use the values themselves (their local minimiser's steps), so they search
+    otherwise on the inverse the score is computed from (basinhopping differs on every seed here
+    when the converted cache is tuned by that inverse as "time", and on two of the five when its
+    GFLOPS/W is the inverse of the inverse, which rounding changes in the last bit)."""
+    kt_peers = load("kt_peers")
+    path = tmp_path / "energy.json"
+    energy_cache(path)
+    converted = tmp_path / "converted.json"
+    tune_params, recorded, _, objective, higher = kt_peers.dataset_as_cache(path, converted)
+    assert (objective, higher) == ("GFLOPS/W", True)
+    names = list(tune_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no thread block dimensions; overflows in the annealing's acceptance
+        for strategy in ("basinhopping", "dual_annealing"):
+            for seed in range(5):
+                trials = [[tuple(r[n] for n in names) for r in kt_peers.tune(*run, tune_params, recorded, strategy, 20,
+                                                                             seed, objective, higher)]
+                          for run in ((path, "k", [4096]), (converted, "energy", 0))]
+                assert len(trials[0]) > 1
+                assert trials[0] == trials[1], (strategy, seed)
 
 
 def test_an_energy_t4_file_reads_alike_in_tunekit_and_the_peer_scripts(vendor, replay_bin, tmp_path):

@@ -11,7 +11,8 @@ or FILE.json.gz) becomes a Kernel Tuner cache file: "time" each row's recorded m
 --objective NAME [--higher-is-better yes|no], each row's value of that objective:
 dataset_as_cache). Each strategy then tunes it in Kernel Tuner's simulation mode with max_fevals =
 budget and the objective with its direction, seeds 0 .. seeds-1 (numpy's and Python's generators
-seeded before each run).
+seeded before each run). bayes_opt needs scikit-learn (Debian's python3-sklearn; without it the
+table says it did not run).
 The score is PEERS.md's found score: the space's best recorded time / the recorded time of the best
 config among the first B distinct configs measured (failed ones count toward B); the table gives
 its median over the seeds at each B, e95/e99 the median number of distinct configs measured to

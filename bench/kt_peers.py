@@ -92,6 +92,13 @@ def resolve_objective(path, objective, own, higher_is_better):
     return objective, higher
 
 
+def replayed(v, higher):
+    """A recorded value v of an objective other than time as the readers give it: (mean, samples),
+    the value as it is or, where higher is better, 1 / it, its only sample."""
+    cost = 1.0 / v if higher else float(v)
+    return cost, [cost]
+
+
 def positive(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
@@ -134,9 +141,8 @@ def read_t4(path, doc, objective, higher_is_better):
                 t = statistics.mean(runtimes)
             recorded[key] = (t, runtimes or [t])
         else:
-            v = values[key] = measured[objective]["value"]
-            cost = 1.0 / v if higher else float(v)
-            recorded[key] = (cost, [cost])
+            values[key] = measured[objective]["value"]
+            recorded[key] = replayed(values[key], higher)
     tune_params = {n: sorted({k[i] for k in recorded}, key=text_key) for i, n in enumerate(names)}
     return Space(tune_params, recorded, objective, higher, values)
 
@@ -200,8 +206,7 @@ def read_with_objective(path, objective=None, higher_is_better=None):
                     recorded[key] = (float(v), [float(x) for x in entry.get("times") or [v]])
                 else:
                     values[key] = v
-                    cost = 1.0 / v if higher else float(v)
-                    recorded[key] = (cost, [cost])
+                    recorded[key] = replayed(v, higher)
             listed = doc.get("tune_params", {})
             tune_params = {}
             for i, n in enumerate(names):
@@ -354,7 +359,7 @@ def main():
                                objective, higher)
                 took.append(time.perf_counter() - start)
                 curves.append(found_curve(results, names, recorded, optimum, args.budget))
-        except ImportError as e:  # a strategy's optional dependency (bayes_opt: scikit-optimize)
+        except ImportError as e:  # a strategy's optional dependency (bayes_opt: scikit-learn)
             not_run.append(f"{name} ({str(e).split(', please')[0].removeprefix('Error: ')})")
             continue
         at = {b: statistics.median(score_at(c, b) for c in curves) for b in budgets}

@@ -1,6 +1,8 @@
 // GaussianProcess: its mean and standard deviation equal the closed form on two points, the
 // marginal likelihood chooses a longer length scale for a smooth function than for noise, and
-// it predicts a smooth function of three features on held-out points with calibrated errors.
+// it predicts a smooth function of three features on held-out points with calibrated errors;
+// ARD finds the relevant feature, and an ascent from an earlier fit's length scales (fit_from)
+// reaches a full one's likelihood in a few steps.
 #include <tunekit/surrogate/gaussian_process.hpp>
 
 #include "surrogate/metrics.hpp"
@@ -124,6 +126,46 @@ TEST_CASE("GaussianProcess: ARD gives the feature the targets depend on the shor
   Eigen::VectorXd m, sd;
   ard.predict(train.topRows(1), m, sd);
   CHECK(std::abs(m[0] - f(train)[0]) < 0.1);
+}
+
+TEST_CASE("GaussianProcess: an ascent from the last fit's length scales reaches a full ascent's likelihood in a few steps") {
+  // A model refitted on one more point (TreeParzenParams::gp_ard_warm_steps): 5 steps from the
+  // length scales of the fit on n points reach, on n + 1, the log marginal likelihood of 100
+  // steps from the common length scale within 0.5, where 5 steps from the common one fall short
+  // by more than 2. y = sin(2 pi x0) + x1 / 2 of five features.
+  tunekit::Rng rng(11);
+  const Eigen::MatrixXd all = surrogate_test::uniform_points(41, 5, rng);
+  auto f = [](const Eigen::MatrixXd& x) {
+    return Eigen::VectorXd((2 * std::numbers::pi * x.col(0)).array().sin() + 0.5 * x.col(1).array());
+  };
+  for (const Eigen::Index n : {20, 30, 40}) {
+    const Eigen::MatrixXd before = all.topRows(n), after = all.topRows(n + 1);
+    GaussianProcess last({.ard_steps = 100}), full({.ard_steps = 100}), warm({.ard_steps = 100}), few({.ard_steps = 5});
+    last.fit(before, f(before));
+    full.fit(after, f(after));
+    warm.fit_from(after, f(after), last.log_weights(), 5);
+    few.fit(after, f(after));
+    MESSAGE("n = " << n + 1 << ": log marginal likelihood, 100 steps " << full.log_marginal_likelihood() << ", 5 warm "
+                   << warm.log_marginal_likelihood() << ", 5 cold " << few.log_marginal_likelihood());
+    CHECK(warm.log_marginal_likelihood() > full.log_marginal_likelihood() - 0.5);
+    CHECK(few.log_marginal_likelihood() < full.log_marginal_likelihood() - 2.0);
+    CHECK(warm.length_scale() == full.length_scale());  // the prior's centre: the common length scale
+    // log_weights() are t_j = -log(l_j^2 p).
+    const Eigen::VectorXd l = warm.length_scales(), t = warm.log_weights();
+    for (Eigen::Index j = 0; j < 5; ++j) CHECK(t[j] == doctest::Approx(-std::log(l[j] * l[j] * 5.0)));
+  }
+  // No warm start is fit(); without ARD the warm start is not used; a warm start of another
+  // number of features is refused.
+  GaussianProcess a({.ard_steps = 20}), b({.ard_steps = 20}), iso, iso_warm;
+  a.fit(all, f(all));
+  b.fit_from(all, f(all), Eigen::VectorXd(), 3);
+  CHECK(a.log_marginal_likelihood() == b.log_marginal_likelihood());
+  CHECK((a.predict(all) - b.predict(all)).cwiseAbs().maxCoeff() == 0.0);
+  iso.fit(all, f(all));
+  iso_warm.fit_from(all, f(all), a.log_weights(), 3);
+  CHECK(iso.log_marginal_likelihood() == iso_warm.log_marginal_likelihood());
+  CHECK_THROWS_AS(b.fit_from(all, f(all), Eigen::VectorXd::Zero(4), 3), std::invalid_argument);
+  CHECK_THROWS_AS(b.fit_from(all, f(all), Eigen::VectorXd::Constant(5, std::nan("")), 3), std::invalid_argument);
 }
 
 TEST_CASE("GaussianProcess: bad input is refused") {

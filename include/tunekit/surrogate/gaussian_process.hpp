@@ -73,12 +73,24 @@ class GaussianProcess {
   const GaussianProcessParams& params() const noexcept { return params_; }
 
   /// Fits the model on the rows of X (features) and targets y.
-  void fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
+  void fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) { fit_from(X, y, Eigen::VectorXd(), 0); }
+  /// Fits as fit(X, y), with the ARD ascent started from an earlier fit: from the log kernel
+  /// weights `warm` (the log_weights() of a fit on the same features) for at most `warm_steps`
+  /// steps, its prior still centred on this fit's common length scale. A model refitted each round
+  /// on one more point moves its length scales little, so a few steps from the last ones cost a
+  /// fraction of ard_steps from the common one. An empty `warm`, or one at which the kernel matrix
+  /// is not positive definite, starts the ascent from the common length scale (ard_steps steps);
+  /// without ARD it is fit(X, y).
+  void fit_from(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& warm,
+                std::size_t warm_steps) {
     if (X.rows() != y.size())
       throw std::invalid_argument("GaussianProcess::fit: " + std::to_string(X.rows()) + " rows of features for " +
                                   std::to_string(y.size()) + " targets");
     if (X.rows() == 0) throw std::invalid_argument("GaussianProcess::fit: no data");
     if (!X.allFinite() || !y.allFinite()) throw std::invalid_argument("GaussianProcess::fit: non-finite data");
+    if (warm.size() != 0 && (warm.size() != X.cols() || !warm.allFinite()))
+      throw std::invalid_argument("GaussianProcess::fit_from: warm needs one finite log weight per feature (" +
+                                  std::to_string(warm.size()) + " for " + std::to_string(X.cols()) + " features)");
     X_ = X;
     const auto n = static_cast<double>(y.size());
     y_mean_ = y.mean();
@@ -101,7 +113,15 @@ class GaussianProcess {
     if (!std::isfinite(best.lml))
       throw std::runtime_error("GaussianProcess::fit: the kernel matrix is not positive definite");
     ard_ = params_.ard_steps > 0 && p > 0;
-    if (ard_) best = ascend(std::move(best), z);
+    if (ard_) {
+      const Eigen::VectorXd centre = best.theta;
+      std::size_t steps = params_.ard_steps;
+      if (Fit w; warm.size() != 0 && evaluate(warm, z, false, w)) {
+        best = std::move(w);
+        steps = warm_steps;
+      }
+      best = ascend(std::move(best), z, centre, steps);
+    }
     log_likelihood_ = best.lml;
     inv_scale_ = (0.5 * best.theta.array()).exp().matrix();
     llt_ = std::move(best.llt);
@@ -137,6 +157,8 @@ class GaussianProcess {
     return (inv_scale_.array() * std::sqrt(features())).inverse().matrix();
   }
   bool fitted() const noexcept { return X_.rows() > 0; }
+  /// The fitted log kernel weights t_j = -log(l_j^2 p), one per feature (the `warm` of fit_from).
+  Eigen::VectorXd log_weights() const { return (2.0 * inv_scale_.array().log()).matrix(); }
 
  private:
   // A fit at log kernel weights theta (t_j = -2 log l_j - log p: k = exp(-sum_j e^t_j d_j^2 / 2)).
@@ -178,18 +200,18 @@ class GaussianProcess {
     return true;
   }
 
-  // ARD: gradient ascent on the log marginal likelihood plus the prior, from the common length
-  // scale's fit; each step moves no log weight by more than its step size, which doubles after a
-  // step that gains and is quartered after one that does not.
-  Fit ascend(Fit start, const Eigen::VectorXd& z) const {
-    const Eigen::VectorXd centre = start.theta;
+  // ARD: at most `steps` steps of gradient ascent on the log marginal likelihood plus the prior
+  // centred on `centre` (the common length scale's log weights), from `start`; each step moves no
+  // log weight by more than its step size, which doubles after a step that gains and is quartered
+  // after one that does not.
+  Fit ascend(Fit start, const Eigen::VectorXd& z, const Eigen::VectorXd& centre, std::size_t steps) const {
     const double prior_var = 4.0 * params_.ard_prior_sd * params_.ard_prior_sd;  // t_j = -2 log l_j + c
     auto objective = [&](const Fit& f) { return f.lml - 0.5 * (f.theta - centre).squaredNorm() / prior_var; };
     auto gradient = [&](const Fit& f) { return Eigen::VectorXd(f.grad - (f.theta - centre) / prior_var); };
     Fit best = std::move(start);
     evaluate(best.theta, z, true, best);
     double best_obj = objective(best), step = 0.5;
-    for (std::size_t i = 0; i < params_.ard_steps && step > 1e-4; ++i) {
+    for (std::size_t i = 0; i < steps && step > 1e-4; ++i) {
       const Eigen::VectorXd g = gradient(best);
       const double g_max = g.cwiseAbs().maxCoeff();
       if (!(g_max > 1e-9)) break;

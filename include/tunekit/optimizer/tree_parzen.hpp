@@ -85,6 +85,13 @@ struct TreeParzenParams {
   /// 0, one length scale for every feature, or the steps of the ascent that gives each feature
   /// its own).
   std::size_t gp_ard_steps = 0;
+  /// With gp_ard_steps > 0: each model-start fit of the Gaussian process after the phase's first
+  /// starts its ascent from the length scales of the phase's previous fit and takes at most this
+  /// many steps (GaussianProcess::fit_from; 0: every fit starts from the common length scale and
+  /// takes gp_ard_steps). The length scales of a fit on one more config are near the last ones,
+  /// so the model start costs less: a third less in the default's at about its found scores
+  /// (docs/performance.md, "The Gaussian process's ascent from its last fit"; no preset sets it).
+  std::size_t gp_ard_warm_steps = 0;
   /// The model start in turns (with gp_trials > 0): the rounds with an even number of measured
   /// configs pick by a RandomForest instead of the Gaussian process (the same candidates, the
   /// same EI(x) P(ok | x) on the log times): `forest_trees` bagged regression trees, every
@@ -181,8 +188,9 @@ struct TreeParzenRound {
 ///    hits and misses of 4. carry over from phase to phase (reset at each restart instead, the
 ///    search was level: docs/performance.md, "Restarts").
 ///
-/// The source statistics are the optimizer's only state besides its parameters; an exact resume
-/// (re-execution) rebuilds them. The phases are derived from the history at each round.
+/// The source statistics and the Gaussian process's last length scales (gp_ard_warm_steps) are
+/// the optimizer's only state besides its parameters; an exact resume (re-execution) rebuilds
+/// them. The phases are derived from the history at each round.
 class TreeParzen {
  public:
   TreeParzen() = default;
@@ -303,7 +311,7 @@ class TreeParzen {
     if (gp_round && m > 0) {
       last_.gaussian_process = true;
       last_.forest = params_.forest_turns && phase_trials % 2 == 0;
-      out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, rng)]);
+      out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, start, rng)]);
       return out;
     }
     std::vector<double> log_l(m), g_sum(m);
@@ -427,10 +435,10 @@ class TreeParzen {
 
   // The model start's pick: the candidate of largest log EI + log P(ok), EI of the model's
   // (the Gaussian process's, or the forest's) log time below the best log time measured
-  // (measured times are positive: Measurement).
+  // (measured times are positive: Measurement); `phase` is the first trial of the current phase.
   std::size_t model_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
                          const std::vector<Config>& successes, const std::vector<Config>& cands,
-                         const std::vector<double>& log_ok, bool forest, Rng& rng) const {
+                         const std::vector<double>& log_ok, bool forest, std::size_t phase, Rng& rng) {
     Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
     for (std::size_t i = 0; i < ok.size(); ++i) y(static_cast<Eigen::Index>(i)) = std::log(ok[i]->measurement.mean);
     Eigen::VectorXd mean, sd;
@@ -442,7 +450,11 @@ class TreeParzen {
       sd = sd.cwiseMax(1e-9);
     } else {
       GaussianProcess gp({.ard_steps = params_.gp_ard_steps});
-      gp.fit(model_features(space, successes), y);
+      // The phase's previous fit (on no more of its successful configs) starts the ascent.
+      const bool warm = params_.gp_ard_warm_steps > 0 && warm_.phase == phase && warm_.trials <= ok.size();
+      gp.fit_from(model_features(space, successes), y, warm ? warm_.log_weights : Eigen::VectorXd(),
+                  params_.gp_ard_warm_steps);
+      if (params_.gp_ard_warm_steps > 0) warm_ = {phase, ok.size(), gp.log_weights()};
       gp.predict(model_features(space, cands), mean, sd);
     }
     const double best = y.minCoeff();
@@ -587,6 +599,12 @@ class TreeParzen {
 
   TreeParzenParams params_{};
   TreeParzenRound last_{};
+  // The Gaussian process's last fit (gp_ard_warm_steps): its phase, successful configs and log
+  // kernel weights.
+  struct WarmStart {
+    std::size_t phase = 0, trials = std::numeric_limits<std::size_t>::max();
+    Eigen::VectorXd log_weights{};
+  } warm_{};
   // The source (kGlobal, kLocal, kCrossover) of each proposed config not measured yet, and each
   // source's hits and misses so far.
   std::unordered_map<std::uint64_t, int> source_{};

@@ -116,7 +116,7 @@ class GaussianProcess {
     if (ard_) {
       const Eigen::VectorXd centre = best.theta;
       std::size_t steps = params_.ard_steps;
-      if (Fit w; warm.size() != 0 && evaluate(warm, z, false, w)) {
+      if (Fit w; warm.size() != 0 && evaluate(warm, z, true, w)) {
         best = std::move(w);
         steps = warm_steps;
       }
@@ -201,15 +201,15 @@ class GaussianProcess {
   }
 
   // ARD: at most `steps` steps of gradient ascent on the log marginal likelihood plus the prior
-  // centred on `centre` (the common length scale's log weights), from `start`; each step moves no
-  // log weight by more than its step size, which doubles after a step that gains and is quartered
-  // after one that does not.
+  // centred on `centre` (the common length scale's log weights), from `start` (its gradient
+  // computed here unless it has one already); each step moves no log weight by more than its step
+  // size, which doubles after a step that gains and is quartered after one that does not.
   Fit ascend(Fit start, const Eigen::VectorXd& z, const Eigen::VectorXd& centre, std::size_t steps) const {
     const double prior_var = 4.0 * params_.ard_prior_sd * params_.ard_prior_sd;  // t_j = -2 log l_j + c
     auto objective = [&](const Fit& f) { return f.lml - 0.5 * (f.theta - centre).squaredNorm() / prior_var; };
     auto gradient = [&](const Fit& f) { return Eigen::VectorXd(f.grad - (f.theta - centre) / prior_var); };
     Fit best = std::move(start);
-    evaluate(best.theta, z, true, best);
+    if (best.grad.size() == 0) evaluate(best.theta, z, true, best);
     double best_obj = objective(best), step = 0.5;
     for (std::size_t i = 0; i < steps && step > 1e-4; ++i) {
       const Eigen::VectorXd g = gradient(best);

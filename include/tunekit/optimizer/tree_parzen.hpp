@@ -92,6 +92,20 @@ struct TreeParzenParams {
   /// so the model start costs less: a third less in the default's at about its found scores
   /// (docs/performance.md, "The Gaussian process's ascent from its last fit"; no preset sets it).
   std::size_t gp_ard_warm_steps = 0;
+  /// The model as a fourth source after the model start (0: none, TreeParzen's default): each
+  /// round after the Gaussian-process start (every round past the space-filling start when
+  /// gp_trials is 0), the candidate of largest EI(x) P(ok | x) of a GaussianProcess (gp_ard_steps,
+  /// the model start's features and candidates' scores) fitted on the log times of the phase's
+  /// `model_source` fastest successful configs joins the mix of step 4 as a source of its own,
+  /// credited with hits and misses like the others: the run's hits decide how often the smooth
+  /// model still picks once TPE's densities have taken over. Its candidates are the round's
+  /// (TPE's draws, the neighbours, the crossovers); it adds none. At least 2 when set.
+  std::size_t model_source = 0;
+  /// With model_source and gp_ard_steps > 0: each fit of the model source after the phase's
+  /// first starts its ascent from the previous round's length scales and takes at most this many
+  /// steps (0: every fit takes gp_ard_steps from the common length scale), as gp_ard_warm_steps
+  /// does for the model start; the source fits every round, so its cost is what this bounds.
+  std::size_t model_source_warm_steps = 5;
   /// The model start in turns (with gp_trials > 0): the rounds with an even number of measured
   /// configs pick by a RandomForest instead of the Gaussian process (the same candidates, the
   /// same EI(x) P(ok | x) on the log times): `forest_trees` bagged regression trees, every
@@ -115,6 +129,8 @@ struct TreeParzenParams {
     if (batch_growth == 0) throw std::invalid_argument("TreeParzenParams: batch_growth must be at least 1");
     if (forest_turns && forest_trees < 2)
       throw std::invalid_argument("TreeParzenParams: forest_trees must be at least 2");
+    if (model_source == 1)
+      throw std::invalid_argument("TreeParzenParams: model_source must be 0 (none) or at least 2");
     parzen.validate();
   }
 };
@@ -134,12 +150,13 @@ struct TreeParzenRound {
   /// Candidates scored: drawn from l(x), neighbours of the incumbents, and crossovers of the good
   /// configs (TreeParzenParams::crossovers).
   std::size_t drawn = 0, neighbours = 0, crossovers = 0;
-  /// Configs proposed that were neighbours of an incumbent, and that were crossovers.
-  std::size_t local_picks = 0, crossover_picks = 0;
-  /// The sources' hits and misses so far (global, local, crossover), as the Thompson sampling saw
-  /// them.
-  double hits[3] = {0.0, 0.0, 0.0};
-  double misses[3] = {0.0, 0.0, 0.0};
+  /// Configs proposed that were neighbours of an incumbent, that were crossovers, and that the
+  /// model source picked (TreeParzenParams::model_source).
+  std::size_t local_picks = 0, crossover_picks = 0, model_picks = 0;
+  /// The sources' hits and misses so far (global, local, crossover, model), as the Thompson
+  /// sampling saw them.
+  double hits[4] = {0.0, 0.0, 0.0, 0.0};
+  double misses[4] = {0.0, 0.0, 0.0, 0.0};
 };
 
 /// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
@@ -163,12 +180,13 @@ struct TreeParzenRound {
 ///    default) or else `samples` random moves of two of its knobs stand in for them
 ///    (`two_knob_moves`). With `crossovers` > 0, that many uniform crossovers of two good configs
 ///    are a third kind (recombinations).
-/// 4. The mix: each pick comes from one source, global, local or (with `crossovers`) crossover,
-///    chosen by Thompson sampling: a draw from Beta(1 + hits, 1 + misses) per source that has a
-///    candidate left, where a hit is a config of that source that was measured and is in the good
-///    group at the next round; the source with the largest draw gives its best-scored candidate.
-///    What the run has seen decides how much it searches near the incumbent, and how much it
-///    recombines.
+/// 4. The mix: each pick comes from one source, global, local, (with `crossovers`) crossover or
+///    (with `model_source`) the Gaussian process's pick among the candidates, chosen by Thompson
+///    sampling: a draw from Beta(1 + hits, 1 + misses) per source that has a candidate left,
+///    where a hit is a config of that source that was measured and is in the good group at the
+///    next round; the source with the largest draw gives its best-scored candidate (the model
+///    source: its one pick). What the run has seen decides how much it searches near the
+///    incumbent, how much it recombines, and how much the smooth model still picks.
 /// 5. Batch: 1 + floor(trials / batch_growth) configs (at most n); after each pick the pick joins
 ///    g(x) as a pessimistic lie (constant liar), so a batch spreads out. Configs handed out and
 ///    not yet measured are lies in g(x) too.
@@ -188,9 +206,9 @@ struct TreeParzenRound {
 ///    hits and misses of 4. carry over from phase to phase (reset at each restart instead, the
 ///    search was level: docs/performance.md, "Restarts").
 ///
-/// The source statistics and the Gaussian process's last length scales (gp_ard_warm_steps) are
-/// the optimizer's only state besides its parameters; an exact resume (re-execution) rebuilds
-/// them. The phases are derived from the history at each round.
+/// The source statistics and the Gaussian processes' last length scales (gp_ard_warm_steps,
+/// model_source_warm_steps) are the optimizer's only state besides its parameters; an exact
+/// resume (re-execution) rebuilds them. The phases are derived from the history at each round.
 class TreeParzen {
  public:
   TreeParzen() = default;
@@ -311,13 +329,23 @@ class TreeParzen {
     if (gp_round && m > 0) {
       last_.gaussian_process = true;
       last_.forest = params_.forest_turns && phase_trials % 2 == 0;
-      out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, start, rng)]);
+      out.push_back(cands[model_pick(ctx.space, ok, successes, cands, log_ok, last_.forest, start_warm_,
+                                     params_.gp_ard_warm_steps, start, rng)]);
       return out;
     }
     std::vector<double> log_l(m), g_sum(m);
     for (std::size_t i = 0; i < m; ++i) {
       log_l[i] = l.log_density(cands[i]);
       g_sum[i] = g.density(cands[i]) * g.total_weight();
+    }
+    // The model source's one pick (m: none), of a Gaussian process on the phase's fastest configs.
+    std::size_t model_idx = m;
+    if (params_.model_source > 0 && m > 0) {
+      const auto k = static_cast<std::ptrdiff_t>(std::min(params_.model_source, ok.size()));
+      const std::vector<const Trial*> fastest(ok.begin(), ok.begin() + k);
+      const std::vector<Config> fastest_configs(successes.begin(), successes.begin() + k);
+      model_idx = model_pick(ctx.space, fastest, fastest_configs, cands, log_ok, false, source_warm_,
+                             params_.model_source_warm_steps, start, rng);
     }
 
     // The batch, best first, each pick a lie in g(x).
@@ -328,8 +356,8 @@ class TreeParzen {
     while (out.size() < batch) {
       // The source by Thompson sampling over each Beta(1 + hits, 1 + misses) of the sources with
       // a candidate left, then its best-scored candidate.
-      std::size_t best_in[kSources] = {m, m, m};
-      double best_score[kSources] = {0.0, 0.0, 0.0};
+      std::size_t best_in[kSources] = {m, m, m, m};
+      double best_score[kSources] = {0.0, 0.0, 0.0, 0.0};
       for (std::size_t i = 0; i < m; ++i) {
         if (used[i]) continue;
         const double score = log_l[i] - std::log(g_sum[i] / g_weight) + log_ok[i];
@@ -339,6 +367,7 @@ class TreeParzen {
           best_score[src] = score;
         }
       }
+      if (model_idx < m && !used[model_idx]) best_in[kModel] = model_idx;
       int src = -1, left = 0;
       for (int q = 0; q < kSources; ++q)
         if (best_in[q] != m) src = q, ++left;
@@ -355,6 +384,7 @@ class TreeParzen {
       used[best] = true;
       last_.local_picks += source[best] == kLocal;
       last_.crossover_picks += source[best] == kCrossover;
+      last_.model_picks += src == kModel;
       source_[ctx.space.to_index(cands[best])] = src;
       taken.insert(ctx.space.to_index(cands[best]));
       for (std::size_t i = 0; i < m; ++i)
@@ -369,7 +399,7 @@ class TreeParzen {
 
  private:
   // The sources of the candidates (step 4 of the class's description).
-  static constexpr int kGlobal = 0, kLocal = 1, kCrossover = 2, kSources = 3;
+  static constexpr int kGlobal = 0, kLocal = 1, kCrossover = 2, kModel = 3, kSources = 4;
 
   // The first trial (position in the history) of the current phase (step 7 of the class's
   // description), derived from the history alone, so that a resumed run restarts where the
@@ -433,12 +463,22 @@ class TreeParzen {
     }
   }
 
-  // The model start's pick: the candidate of largest log EI + log P(ok), EI of the model's
-  // (the Gaussian process's, or the forest's) log time below the best log time measured
-  // (measured times are positive: Measurement); `phase` is the first trial of the current phase.
+  // A Gaussian process's last fit: its phase, its number of configs and its log kernel weights,
+  // where the next fit's ascent starts (gp_ard_warm_steps, model_source_warm_steps).
+  struct WarmStart {
+    std::size_t phase = 0, trials = std::numeric_limits<std::size_t>::max();
+    Eigen::VectorXd log_weights{};
+  };
+
+  // The model's pick (the model start's, or the model source's): the candidate of largest
+  // log EI + log P(ok), EI of the model's (the Gaussian process's, or the forest's) log time below
+  // the best log time of `ok` (measured times are positive: Measurement). The Gaussian process's
+  // ascent starts from `warm`, the last fit of the phase (`phase`: its first trial) on no more
+  // configs, for at most `warm_steps` steps (0: a full ascent), and leaves this fit there.
   std::size_t model_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
                          const std::vector<Config>& successes, const std::vector<Config>& cands,
-                         const std::vector<double>& log_ok, bool forest, std::size_t phase, Rng& rng) {
+                         const std::vector<double>& log_ok, bool forest, WarmStart& warm,
+                         std::size_t warm_steps, std::size_t phase, Rng& rng) {
     Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
     for (std::size_t i = 0; i < ok.size(); ++i) y(static_cast<Eigen::Index>(i)) = std::log(ok[i]->measurement.mean);
     Eigen::VectorXd mean, sd;
@@ -451,10 +491,10 @@ class TreeParzen {
     } else {
       GaussianProcess gp({.ard_steps = params_.gp_ard_steps});
       // The phase's previous fit (on no more of its successful configs) starts the ascent.
-      const bool warm = params_.gp_ard_warm_steps > 0 && warm_.phase == phase && warm_.trials <= ok.size();
-      gp.fit_from(model_features(space, successes), y, warm ? warm_.log_weights : Eigen::VectorXd(),
-                  params_.gp_ard_warm_steps);
-      if (params_.gp_ard_warm_steps > 0) warm_ = {phase, ok.size(), gp.log_weights()};
+      const bool from_last = warm_steps > 0 && warm.phase == phase && warm.trials <= ok.size();
+      gp.fit_from(model_features(space, successes), y, from_last ? warm.log_weights : Eigen::VectorXd(),
+                  warm_steps);
+      if (warm_steps > 0) warm = {phase, ok.size(), gp.log_weights()};
       gp.predict(model_features(space, cands), mean, sd);
     }
     const double best = y.minCoeff();
@@ -599,17 +639,13 @@ class TreeParzen {
 
   TreeParzenParams params_{};
   TreeParzenRound last_{};
-  // The Gaussian process's last fit (gp_ard_warm_steps): its phase, successful configs and log
-  // kernel weights.
-  struct WarmStart {
-    std::size_t phase = 0, trials = std::numeric_limits<std::size_t>::max();
-    Eigen::VectorXd log_weights{};
-  } warm_{};
-  // The source (kGlobal, kLocal, kCrossover) of each proposed config not measured yet, and each
-  // source's hits and misses so far.
+  // The last fits of the model start's and the model source's Gaussian processes.
+  WarmStart start_warm_{}, source_warm_{};
+  // The source (kGlobal, kLocal, kCrossover, kModel) of each proposed config not measured yet,
+  // and each source's hits and misses so far.
   std::unordered_map<std::uint64_t, int> source_{};
-  double hits_[kSources] = {0.0, 0.0, 0.0};
-  double misses_[kSources] = {0.0, 0.0, 0.0};
+  double hits_[kSources] = {0.0, 0.0, 0.0, 0.0};
+  double misses_[kSources] = {0.0, 0.0, 0.0, 0.0};
 };
 
 static_assert(Optimizer<TreeParzen>);

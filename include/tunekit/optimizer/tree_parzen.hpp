@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -341,11 +342,9 @@ class TreeParzen {
     // The model source's one pick (m: none), of a Gaussian process on the phase's fastest configs.
     std::size_t model_idx = m;
     if (params_.model_source > 0 && m > 0) {
-      const auto k = static_cast<std::ptrdiff_t>(std::min(params_.model_source, ok.size()));
-      const std::vector<const Trial*> fastest(ok.begin(), ok.begin() + k);
-      const std::vector<Config> fastest_configs(successes.begin(), successes.begin() + k);
-      model_idx = model_pick(ctx.space, fastest, fastest_configs, cands, log_ok, false, source_warm_,
-                             params_.model_source_warm_steps, start, rng);
+      const std::size_t k = std::min(params_.model_source, ok.size());
+      model_idx = model_pick(ctx.space, std::span(ok).first(k), std::span(successes).first(k), cands, log_ok, false,
+                             source_warm_, params_.model_source_warm_steps, start, rng);
     }
 
     // The batch, best first, each pick a lie in g(x).
@@ -475,8 +474,8 @@ class TreeParzen {
   // the best log time of `ok` (measured times are positive: Measurement). The Gaussian process's
   // ascent starts from `warm`, the last fit of the phase (`phase`: its first trial) on no more
   // configs, for at most `warm_steps` steps (0: a full ascent), and leaves this fit there.
-  std::size_t model_pick(const SearchSpace& space, const std::vector<const Trial*>& ok,
-                         const std::vector<Config>& successes, const std::vector<Config>& cands,
+  std::size_t model_pick(const SearchSpace& space, std::span<const Trial* const> ok,
+                         std::span<const Config> successes, const std::vector<Config>& cands,
                          const std::vector<double>& log_ok, bool forest, WarmStart& warm,
                          std::size_t warm_steps, std::size_t phase, Rng& rng) {
     Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
@@ -515,7 +514,7 @@ class TreeParzen {
 
   // The models' features: per knob of more than one value, its value's position over
   // the range (ordered knobs) or one-hot scaled by 1/sqrt 2 (the others).
-  static Eigen::MatrixXd model_features(const SearchSpace& space, const std::vector<Config>& configs) {
+  static Eigen::MatrixXd model_features(const SearchSpace& space, std::span<const Config> configs) {
     std::size_t columns = 0;
     for (std::size_t k = 0; k < space.dimensions(); ++k) {
       const Knob& knob = space.knob(k);

@@ -48,13 +48,16 @@ inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
 /// with a length scale per feature for the Gaussian process (TreeParzenParams::gp_ard_steps 50,
 /// docs/performance.md, "A length scale per knob"), and after the model start 64 crossovers of
 /// the good configs among the candidates, a third source of the mix (TreeParzenParams::crossovers,
-/// docs/performance.md, "Crossovers of the good configs").
+/// docs/performance.md, "Crossovers of the good configs"), and a fourth, the Gaussian process
+/// fitted on the phase's 80 fastest configs (TreeParzenParams::model_source, docs/performance.md,
+/// "The model as a fourth source after the model start").
 inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
   TreeParzenParams p = tpe_gp_rf_params;
   p.gp_trials = 60;
   p.restart_after = 100;
   p.gp_ard_steps = 50;
   p.crossovers = 64;
+  p.model_source = 80;
   return p;
 }();
 
@@ -92,7 +95,8 @@ static_assert(Optimizer<TreeParzenGpRfRestarts>);
 /// that one run gets several independent chances to leave the basin it locked into, such as a
 /// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"); its model start
 /// is 60 trials long, in each phase, its Gaussian process weighs each knob by a length scale
-/// of its own, and after the model start its candidates include crossovers of the good configs.
+/// of its own, and after the model start its candidates include crossovers of the good configs,
+/// and its Gaussian process, fitted on the phase's fastest configs, goes on picking among them.
 /// Identical to tpe-gp-rf for its first 10 trials (the start). The default
 /// of tunekit-replay, the tuning programs and the Python bindings (default_preset).
 using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;

@@ -223,16 +223,18 @@ TEST_CASE("TreeParzen: the model source keeps the Gaussian process picking once 
                                     }),
                             50));
     const TreeParzenRound& last = with.last_round();
-    model_hits += last.hits[3];
-    model_misses += last.misses[3];
-    for (int q = 0; q < 3; ++q) other_hits += last.hits[q], other_misses += last.misses[q];
+    model_hits += last.hits[TreeParzenRound::model];
+    model_misses += last.misses[TreeParzenRound::model];
+    for (int q = 0; q < TreeParzenRound::model; ++q)
+      other_hits += last.hits[q], other_misses += last.misses[q];
     TreeParzen without;
     without_best.push_back(best_of(run(without, s, square_bowl, 50, seed, 1,
                                        [&](const std::vector<double>&) {
                                          CHECK(without.last_round().model_picks == 0);
                                        }),
                                50));
-    CHECK(without.last_round().hits[3] + without.last_round().misses[3] == 0.0);
+    const TreeParzenRound& none = without.last_round();
+    CHECK(none.hits[TreeParzenRound::model] + none.misses[TreeParzenRound::model] == 0.0);
     RandomSearch rs;
     rs_best.push_back(best_of(run(rs, s, square_bowl, 50, seed), 50));
   }
@@ -340,16 +342,17 @@ TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by 
     h.add(Trial{batch[0], idx, Measurement::from_samples({square_bowl(batch[0])}, 0.0), 0.0});
   }
   const TreeParzenRound& r = tp.last_round();
+  constexpr int g = TreeParzenRound::global, l = TreeParzenRound::local;
   // Every measured pick of the model phase but the last is credited to one source.
-  CHECK(r.hits[0] + r.misses[0] + r.hits[1] + r.misses[1] == doctest::Approx(double(rounds - 1)));
-  MESSAGE("local picks " << local << " of " << rounds << "; hits/misses global " << r.hits[0] << "/" << r.misses[0]
-                         << ", local " << r.hits[1] << "/" << r.misses[1]);
+  CHECK(r.hits[g] + r.misses[g] + r.hits[l] + r.misses[l] == doctest::Approx(double(rounds - 1)));
+  MESSAGE("local picks " << local << " of " << rounds << "; hits/misses global " << r.hits[g] << "/" << r.misses[g]
+                         << ", local " << r.hits[l] << "/" << r.misses[l]);
   // On a smooth bowl the incumbent's neighbours keep landing among the good configs: the local
   // source earns the larger share.
   CHECK(with_neighbours > rounds / 2);  // none once the incumbent's 60 neighbours are all measured
   CHECK(local > rounds / 3);
   CHECK(local < rounds);
-  CHECK(r.hits[1] / (r.hits[1] + r.misses[1]) > r.hits[0] / (r.hits[0] + r.misses[0] + 1));
+  CHECK(r.hits[l] / (r.hits[l] + r.misses[l]) > r.hits[g] / (r.hits[g] + r.misses[g] + 1));
 }
 
 TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours are all measured") {

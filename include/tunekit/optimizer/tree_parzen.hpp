@@ -100,7 +100,9 @@ struct TreeParzenParams {
   /// `model_source` fastest successful configs joins the mix of step 4 as a source of its own,
   /// credited with hits and misses like the others: the run's hits decide how often the smooth
   /// model still picks once TPE's densities have taken over. Its candidates are the round's
-  /// (TPE's draws, the neighbours, the crossovers); it adds none. At least 2 when set.
+  /// (TPE's draws, the neighbours, the crossovers); it adds none. At least 2 when set. The
+  /// default preset sets 80 (docs/performance.md, "The model as a fourth source after the model
+  /// start").
   std::size_t model_source = 0;
   /// With model_source and gp_ard_steps > 0: each fit of the model source after the phase's
   /// first starts its ascent from the previous round's length scales and takes at most this many
@@ -154,10 +156,12 @@ struct TreeParzenRound {
   /// Configs proposed that were neighbours of an incumbent, that were crossovers, and that the
   /// model source picked (TreeParzenParams::model_source).
   std::size_t local_picks = 0, crossover_picks = 0, model_picks = 0;
-  /// The sources' hits and misses so far (global, local, crossover, model), as the Thompson
-  /// sampling saw them.
-  double hits[4] = {0.0, 0.0, 0.0, 0.0};
-  double misses[4] = {0.0, 0.0, 0.0, 0.0};
+  /// The sources of the Thompson mix (step 4 of TreeParzen's description), the indices of hits
+  /// and misses.
+  static constexpr int global = 0, local = 1, crossover = 2, model = 3, sources = 4;
+  /// The sources' hits and misses so far, as the Thompson sampling saw them.
+  double hits[sources] = {0.0, 0.0, 0.0, 0.0};
+  double misses[sources] = {0.0, 0.0, 0.0, 0.0};
 };
 
 /// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
@@ -398,7 +402,9 @@ class TreeParzen {
 
  private:
   // The sources of the candidates (step 4 of the class's description).
-  static constexpr int kGlobal = 0, kLocal = 1, kCrossover = 2, kModel = 3, kSources = 4;
+  static constexpr int kGlobal = TreeParzenRound::global, kLocal = TreeParzenRound::local,
+                       kCrossover = TreeParzenRound::crossover, kModel = TreeParzenRound::model,
+                       kSources = TreeParzenRound::sources;
 
   // The first trial (position in the history) of the current phase (step 7 of the class's
   // description), derived from the history alone, so that a resumed run restarts where the

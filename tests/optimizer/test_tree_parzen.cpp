@@ -2,7 +2,8 @@
 // local moves and their Thompson-sampled share, its crossovers, its repair moves across
 // constraints, its growing batches, its Gaussian-process start and that start's forest turns, its
 // Gaussian process's ascent from the last fit, its model source, its restarts; each against
-// random search or a brute force on synthetic spaces (the recorded spaces: tests/tuner/test_tpe_local.cpp).
+// random search or a brute force on synthetic spaces (the recorded spaces:
+// tests/tuner/test_tpe_local.cpp).
 #include <tunekit/optimizer/random_search.hpp>
 #include <tunekit/optimizer/tree_parzen.hpp>
 

@@ -160,8 +160,8 @@ struct TreeParzenRound {
   /// and misses.
   static constexpr int global = 0, local = 1, crossover = 2, model = 3, sources = 4;
   /// The sources' hits and misses so far, as the Thompson sampling saw them.
-  double hits[sources] = {0.0, 0.0, 0.0, 0.0};
-  double misses[sources] = {0.0, 0.0, 0.0, 0.0};
+  double hits[sources]{};
+  double misses[sources]{};
 };
 
 /// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
@@ -360,7 +360,7 @@ class TreeParzen {
       // The source by Thompson sampling over each Beta(1 + hits, 1 + misses) of the sources with
       // a candidate left, then its best-scored candidate.
       std::size_t best_in[kSources] = {m, m, m, m};
-      double best_score[kSources] = {0.0, 0.0, 0.0, 0.0};
+      double best_score[kSources]{};
       for (std::size_t i = 0; i < m; ++i) {
         if (used[i]) continue;
         const double score = log_l[i] - std::log(g_sum[i] / g_weight) + log_ok[i];
@@ -649,8 +649,8 @@ class TreeParzen {
   // The source (kGlobal, kLocal, kCrossover, kModel) of each proposed config not measured yet,
   // and each source's hits and misses so far.
   std::unordered_map<std::uint64_t, int> source_{};
-  double hits_[kSources] = {0.0, 0.0, 0.0, 0.0};
-  double misses_[kSources] = {0.0, 0.0, 0.0, 0.0};
+  double hits_[kSources]{};
+  double misses_[kSources]{};
 };
 
 static_assert(Optimizer<TreeParzen>);

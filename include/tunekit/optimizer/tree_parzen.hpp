@@ -359,7 +359,8 @@ class TreeParzen {
     while (out.size() < batch) {
       // The source by Thompson sampling over each Beta(1 + hits, 1 + misses) of the sources with
       // a candidate left, then its best-scored candidate.
-      std::size_t best_in[kSources] = {m, m, m, m};
+      std::size_t best_in[kSources];
+      std::fill(std::begin(best_in), std::end(best_in), m);
       double best_score[kSources]{};
       for (std::size_t i = 0; i < m; ++i) {
         if (used[i]) continue;

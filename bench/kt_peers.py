@@ -320,9 +320,14 @@ def score_at(curve, budget):
     return curve[min(budget, len(curve)) - 1] if curve else 0.0
 
 
+def firsts_to(curves, level):
+    """Per run, the number of distinct configs it measured to first reach `level` (inf: never)."""
+    return [next((i + 1 for i, s in enumerate(c) if s >= level - 1e-12), math.inf) for c in curves]
+
+
 def evals_to(curves, level, budget):
-    firsts = sorted(next((i + 1 for i, s in enumerate(c) if s >= level - 1e-12), math.inf) for c in curves)
-    m = statistics.median(firsts)
+    """The median of firsts_to as PEERS.md writes it (">budget" where half the runs never reach)."""
+    m = statistics.median(firsts_to(curves, level))
     return f">{budget}" if math.isinf(m) else f"{m:g}"
 
 

@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import math
+import random
 import subprocess
 import sys
 import warnings
@@ -68,6 +69,25 @@ def test_peer_bar_found_curve_by_hand(tmp_path):
     trials.write_text("seed,trial,config\n0,1,a=1\n")
     with pytest.raises(SystemExit, match="lack knobs"):
         peer_bar.tunekit_curves(trials, peer_bar.read_dataset(csv))
+
+
+def test_peer_bar_e95_ratio_by_hand():
+    """firsts_to counts the configs each run measured to reach a level (inf: never); the e95 ratio
+    is the medians' ratio, with a bootstrap interval that holds it and the resampled medians'
+    range, and a run that never gets there neither passes for a fast one nor divides by 0."""
+    peer_bar = load("peer_bar")
+    ours = [[0.5, 0.96], [0.5, 0.7, 0.8, 0.99], [0.5, 0.6]]
+    assert peer_bar.firsts_to(ours, 0.95) == [2, 4, math.inf]
+    assert peer_bar.firsts_to(ours, 0.99) == [math.inf, 4, math.inf]
+    theirs = [[0.1] * 7 + [1.0]] * 3  # 8 configs to the optimum, every run
+    rng = random.Random(1)
+    r, lo, hi = peer_bar.ratio_interval(peer_bar.firsts_to(ours, 0.95), peer_bar.firsts_to(theirs, 0.95), rng)
+    assert r == 0.5
+    # Resampled, our median is 2, 4 or inf: the interval's ends are among 2/8, 4/8 and inf.
+    assert lo in (0.25, 0.5) and hi in (0.5, math.inf) and lo <= r <= hi
+    assert peer_bar.ratio_interval([math.inf] * 3, [8] * 3, rng) == (math.inf, math.inf, math.inf)
+    assert peer_bar.ratio_interval([4] * 3, [math.inf] * 3, rng) == (0.0, 0.0, 0.0)
+    assert peer_bar.ratio_interval([4, 4, 6], [8, 8, 8], rng) == (0.5, 0.5, 0.75)
 
 
 def test_peer_bar_matches_tunekit_replay_summary(datasets, replay_bin, tmp_path):

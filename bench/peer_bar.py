@@ -139,10 +139,9 @@ def main():
     print(f"\n| level | {args.label} | best strategy | its | ratio | 95% interval |")
     print("|---|---|---|---|---|---|")
     for level in (0.95, 0.99):
-        a = firsts_to(ours, level)
-        name = min(peers, key=lambda n: statistics.median(firsts_to(peers[n], level)))
-        p = firsts_to(peers[name], level)
-        r, lo, hi = ratio_interval(a, p, rng)
+        firsts = {n: firsts_to(c, level) for n, c in peers.items()}
+        name = min(firsts, key=lambda n: statistics.median(firsts[n]))
+        r, lo, hi = ratio_interval(firsts_to(ours, level), firsts[name], rng)
         print(f"| e{round(level * 100)} | {evals_to(ours, level, runs_to[args.label])} | {name} | "
               f"{evals_to(peers[name], level, runs_to[name])} | {r:.2f} | [{lo:.2f}, {hi:.2f}] |")
 

@@ -71,19 +71,30 @@ def median_at(curves, b):
     return statistics.median(score_at(c, b) for c in curves)
 
 
-def ratio_interval(ours, theirs, rng, resamples=2000):
-    """The ratio of the medians of two samples of run lengths (inf: a run that never got there)
-    and a 95% bootstrap interval of it (each side's runs resampled). A median of inf over a finite
-    one is inf, a finite one over inf 0, inf over inf inf (the measure does not tell them apart,
-    and the first is not shown to be below)."""
-    def ratio(a, b):
-        ma, mb = statistics.median(a), statistics.median(b)
-        if math.isinf(ma):
-            return math.inf
-        return 0.0 if math.isinf(mb) else ma / mb
-    draws = sorted(ratio(rng.choices(ours, k=len(ours)), rng.choices(theirs, k=len(theirs)))
+def bootstrap_interval(stat, ours, theirs, rng, resamples=2000):
+    """stat(ours, theirs) and a 95% bootstrap interval of it (each side's sample resampled)."""
+    draws = sorted(stat(rng.choices(ours, k=len(ours)), rng.choices(theirs, k=len(theirs)))
                    for _ in range(resamples))
-    return ratio(ours, theirs), draws[int(0.025 * resamples)], draws[int(0.975 * resamples) - 1]
+    return stat(ours, theirs), draws[int(0.025 * resamples)], draws[int(0.975 * resamples) - 1]
+
+
+def median_difference(a, b):
+    return statistics.median(a) - statistics.median(b)
+
+
+def median_ratio(a, b):
+    """The ratio of the medians of two samples of run lengths (inf: a run that never got there). A
+    median of inf over a finite one is inf, a finite one over inf 0, inf over inf inf (the measure
+    does not tell them apart, and the first is not shown to be below)."""
+    ma, mb = statistics.median(a), statistics.median(b)
+    if math.isinf(ma):
+        return math.inf
+    return 0.0 if math.isinf(mb) else ma / mb
+
+
+def ratio_interval(ours, theirs, rng):
+    """median_ratio of two samples of run lengths and its 95% bootstrap interval."""
+    return bootstrap_interval(median_ratio, ours, theirs, rng)
 
 
 def main():
@@ -132,10 +143,9 @@ def main():
         name = max(ran, key=lambda n: median_at(peers[n], b))
         a = [score_at(c, b) for c in ours]
         p = [score_at(c, b) for c in peers[name]]
-        diffs = sorted(statistics.median(rng.choices(a, k=len(a))) - statistics.median(rng.choices(p, k=len(p)))
-                       for _ in range(2000))
+        d, lo, hi = bootstrap_interval(median_difference, a, p, rng)
         print(f"| {b} | {statistics.median(a):.3f} | {name} | {statistics.median(p):.3f} | "
-              f"{statistics.median(a) - statistics.median(p):+.3f} | [{diffs[50]:+.3f}, {diffs[1949]:+.3f}] |")
+              f"{d:+.3f} | [{lo:+.3f}, {hi:+.3f}] |")
     print(f"\n| level | {args.label} | best strategy | its | ratio | 95% interval |")
     print("|---|---|---|---|---|---|")
     for level in (0.95, 0.99):

@@ -15,4 +15,5 @@
 #include "tunekit/concepts/optimizer.hpp"
 #include "tunekit/concepts/scheduler.hpp"
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/concepts/tree_parzen.hpp"
 #include "tunekit/concepts/uncertainty.hpp"

@@ -14,6 +14,8 @@
 #include "tunekit/optimizer/simulated_annealing.hpp"
 #include "tunekit/optimizer/tree_parzen.hpp"
 #include "tunekit/surrogate/gradient_boosted_trees.hpp"
+#include "tunekit/surrogate/gaussian_process.hpp"
+#include "tunekit/surrogate/in_turns.hpp"
 #include "tunekit/surrogate/random_forest.hpp"
 #include "tunekit/tuner.hpp"
 
@@ -24,82 +26,46 @@ using RandomSearchTuner = Tuner<NoSurrogate, PredictedMean, RandomSearch, Determ
 /// Every valid config in lexicographic order.
 using GridSearchTuner = Tuner<NoSurrogate, PredictedMean, GridSearch, Deterministic>;
 
-/// tunekit's own search (TreeParzen): a maximin start over the constrained space, then a
-/// multivariate TPE over the history whose candidates are its draws and the neighbourhoods of the
-/// best configs, failures modelled as a class of their own; deterministic measurement.
-using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen, Deterministic>;
-
-/// The parameters of tpe-gp: TreeParzen's, with the Gaussian-process start of 40 trials
-/// (TreeParzenParams::gp_trials).
-inline constexpr TreeParzenParams tpe_gp_params{.gp_trials = 40};
-/// The parameters of tpe-gp-rf: tpe-gp's, with the start's picks made in turns by a random forest
-/// and the Gaussian process (TreeParzenParams::forest_turns).
-inline constexpr TreeParzenParams tpe_gp_rf_params = [] {
-  TreeParzenParams p = tpe_gp_params;
-  p.forest_turns = true;
-  return p;
-}();
-/// The parameters of tpe-gp-rf-restarts, the default: tpe-gp-rf's with a longer model start
-/// (TreeParzenParams::gp_trials 60 in place of 40: the forest and the Gaussian process pick in
-/// turns while a phase has fewer than 60 trials), with restarts (TreeParzenParams::restart_after
-/// 100: a phase ends once its best has not improved for 100 trials, or for as many as it took to
-/// reach it when that is more; TreeParzen's step 7), both measured over 400 seeds on the recorded
-/// spaces and over 100 on 32 synthetic ones (docs/performance.md, "The bar over 400 seeds"), and
-/// with a length scale per feature for the Gaussian process (TreeParzenParams::gp_ard_steps 50,
-/// docs/performance.md, "A length scale per knob"), and after the model start 64 crossovers of
-/// the good configs among the candidates, a third source of the mix (TreeParzenParams::crossovers,
-/// docs/performance.md, "Crossovers of the good configs"), and a fourth, the Gaussian process
-/// fitted on the phase's 80 fastest configs (TreeParzenParams::model_source, docs/performance.md,
-/// "The model as a fourth source after the model start").
-inline constexpr TreeParzenParams tpe_gp_rf_restarts_params = [] {
-  TreeParzenParams p = tpe_gp_rf_params;
-  p.gp_trials = 60;
-  p.restart_after = 100;
-  p.gp_ard_steps = 50;
-  p.crossovers = 64;
-  p.model_source = 80;
-  return p;
-}();
-
-/// TreeParzen with tpe_gp_params: the optimizer of TpeGpTuner.
-struct TreeParzenGpStart : TreeParzen {
-  TreeParzenGpStart() : TreeParzen(tpe_gp_params) {}
+/// An optimizer (or any part) whose default construction is `Make()`: a preset whose parts'
+/// options differ from their defaults, as a type (a Tuner default-constructs its parts).
+template <class T, auto Make>
+struct Configured : T {
+  Configured() : T(Make()) {}
 };
-static_assert(Optimizer<TreeParzenGpStart>);
 
-/// tpe-local whose picks up to 40 measured configs come from a Gaussian process's expected
-/// improvement (TreeParzenParams::gp_trials): sooner to the optimum of smooth spaces, later to
-/// the needle optima of rough ones (docs/performance.md, "the Gaussian-process start").
-using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpStart, Deterministic>;
+/// tunekit's own search with its recommended parts (TreeParzen<>; docs/concepts.md): a maximin
+/// start, a model start in which a random forest and a Gaussian process pick in turns, then TPE
+/// whose candidates (draws from the good density, the incumbent's neighbours, crossovers of the
+/// good configs, a Gaussian process's pick) share each batch by Thompson sampling, and restarts
+/// after 100 trials without improvement. The default of tunekit-replay, the tuning programs and
+/// the Python bindings (default_preset).
+using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen<>, Deterministic>;
 
-/// TreeParzen with tpe_gp_rf_params: the optimizer of TpeGpRfTuner.
-struct TreeParzenGpRfStart : TreeParzen {
-  TreeParzenGpRfStart() : TreeParzen(tpe_gp_rf_params) {}
-};
-static_assert(Optimizer<TreeParzenGpRfStart>);
+/// TreeParzen without a model start, crossovers, model pick or restarts: a maximin start, then
+/// TPE's draws and the incumbent's neighbours mixed by Thompson sampling.
+using TpeLocalSearch =
+    TreeParzen<MaximinStart, NoModelStart, CandidateSources<GoodDensityDraws, IncumbentNeighbours>, ThompsonMix,
+               NoRestarts>;
+using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TpeLocalSearch, Deterministic>;
 
-/// tpe-local whose picks up to 40 measured configs come in turns from a random forest's and a
-/// Gaussian process's expected improvement: the trees' knob interactions for rough spaces, the
-/// smooth trend for smooth ones (docs/performance.md, "the forest and the Gaussian process in
-/// turns").
-using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfStart, Deterministic>;
+/// tpe-local with a model start of 40 trials by a Gaussian process (one length scale).
+using TpeGpSearch =
+    TreeParzen<MaximinStart, ModelStart<GaussianProcess>, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
+               ThompsonMix, NoRestarts>;
+inline TpeGpSearch tpe_gp_search() {
+  return TpeGpSearch({}, {.model_start = ModelStart<GaussianProcess>({.trials = 40}, GaussianProcess())});
+}
+using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeGpSearch, tpe_gp_search>, Deterministic>;
 
-/// TreeParzen with tpe_gp_rf_restarts_params: the optimizer of TpeGpRfRestartsTuner.
-struct TreeParzenGpRfRestarts : TreeParzen {
-  TreeParzenGpRfRestarts() : TreeParzen(tpe_gp_rf_restarts_params) {}
-};
-static_assert(Optimizer<TreeParzenGpRfRestarts>);
-
-/// tpe-gp-rf with restarts: a run whose best has stalled starts over (a new space-filling start
-/// away from every config visited, a new model start, densities of the new phase's trials), so
-/// that one run gets several independent chances to leave the basin it locked into, such as a
-/// conv2d layout whose first tiles were slow (docs/performance.md, "Restarts"); its model start
-/// is 60 trials long, in each phase, its Gaussian process weighs each knob by a length scale
-/// of its own, and after the model start its candidates include crossovers of the good configs,
-/// and its Gaussian process, fitted on the phase's fastest configs, goes on picking among them.
-/// Identical to tpe-gp-rf for its first 10 trials (the start). The default
-/// of tunekit-replay, the tuning programs and the Python bindings (default_preset).
-using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzenGpRfRestarts, Deterministic>;
+/// tpe-gp whose model start has a random forest and the Gaussian process pick in turns.
+using TpeGpRfSearch = TreeParzen<MaximinStart, ModelStart<InTurns<RandomForest, GaussianProcess>>,
+                                 CandidateSources<GoodDensityDraws, IncumbentNeighbours>, ThompsonMix, NoRestarts>;
+inline TpeGpRfSearch tpe_gp_rf_search() {
+  using Models = InTurns<RandomForest, GaussianProcess>;
+  return TpeGpRfSearch(
+      {}, {.model_start = ModelStart<Models>({.trials = 40}, Models(TpeModel<RandomForest>::make(), GaussianProcess()))});
+}
+using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeGpRfSearch, tpe_gp_rf_search>, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.

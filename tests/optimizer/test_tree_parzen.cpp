@@ -1,8 +1,8 @@
-// TreeParzen, tunekit's own search: its maximin start, its density model, its failure model, its
-// local moves and their Thompson-sampled share, its crossovers, its repair moves across
-// constraints, its growing batches, its Gaussian-process start and that start's forest turns, its
-// Gaussian process's ascent from the last fit, its model source, its restarts; each against
-// random search or a brute force on synthetic spaces (the recorded spaces:
+// TreeParzen, tunekit's own search, part by part: its maximin start, its density model, its
+// failure model, its sources (the good density's draws, the incumbent's neighbours with their
+// two-knob and repair moves, crossovers, a model's pick) and their Thompson-sampled shares, its
+// model start and that start's models in turns, its restarts, its growing batches; each against
+// random search, its ablation or a brute force on synthetic spaces (the recorded spaces:
 // tests/tuner/test_tpe_local.cpp).
 #include <tunekit/optimizer/random_search.hpp>
 #include <tunekit/optimizer/tree_parzen.hpp>
@@ -53,6 +53,12 @@ std::vector<double> run(O& opt, const SearchSpace& s, const Objective& f, std::s
   }
   return times;
 }
+
+// tpe-local's composition (no model start, no restarts) with the sources under test.
+template <class... Sources>
+using Tpe = TreeParzen<MaximinStart, NoModelStart, CandidateSources<Sources...>, ThompsonMix, NoRestarts>;
+using Local = Tpe<GoodDensityDraws, IncumbentNeighbours>;
+constexpr std::size_t draws = 0, neighbours = 1, third = 2;  // positions in the sources
 
 double best_of(const std::vector<double>& t, std::size_t first) {
   double b = std::numeric_limits<double>::infinity();
@@ -109,14 +115,14 @@ TEST_CASE("TreeParzen: the start is a maximin design, more spread than random co
     History h;
     std::unordered_set<std::uint64_t> visited;
     const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
-    TreeParzen tp;
+    Local tp;
     Rng rng(seed);
     const auto start = tp.propose(ctx, 64, rng);
-    REQUIRE(start.size() == TreeParzenParams{}.startup);  // the start only, however many are asked
+    REQUIRE(start.size() == MaximinStart{}.size());  // the start only, however many are asked
     CHECK(tp.last_round().design);
     design.push_back(spread(start));
     Rng rr(seed);
-    random.push_back(spread(RandomSearch{}.propose(ctx, start.size(), rr)));
+    random.push_back(spread(RandomStart{}.design(ctx, start.size(), rr)));
   }
   // Ten points on a 64 x 64 grid: random configs come within ~5 steps of each other (median),
   // the maximin start keeps them several times farther apart.
@@ -130,7 +136,7 @@ TEST_CASE("TreeParzen: finds the optimum of a bowl far sooner than random search
   std::vector<double> tp_best, rs_best;
   std::size_t found = 0;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
-    TreeParzen tp;
+    Local tp;
     const auto t = run(tp, s, square_bowl, 150, seed);
     tp_best.push_back(best_of(t, 150));
     found += best_of(t, 150) == 1.0;
@@ -146,103 +152,75 @@ TEST_CASE("TreeParzen: finds the optimum of a bowl far sooner than random search
   CHECK(found >= 8);
 }
 
-TEST_CASE("TreeParzen: the Gaussian-process start finds a bowl's optimum sooner than TPE alone") {
+TEST_CASE("ModelStart: a Gaussian process's picks find a bowl's optimum sooner than TPE alone") {
   // The bowl above, 40 configs: after the 10-config start, 30 picks by the Gaussian process's
-  // expected improvement (gp_trials = 40) against 30 of TPE's (its good group is one to three
-  // configs so early) and random search.
+  // expected improvement (a model start of 40 trials) against 30 of TPE's (its good group is one
+  // to three configs so early) and random search.
+  using GpStart = TreeParzen<MaximinStart, ModelStart<GaussianProcess>, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
+                             ThompsonMix, NoRestarts>;
+  auto gp_start = [](std::size_t trials) {
+    return GpStart({}, {.model_start = ModelStart<GaussianProcess>({.trials = trials}, GaussianProcess())});
+  };
   const SearchSpace s = square_bowl_space();
   std::vector<double> gp_best, tp_best, rs_best;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
-    TreeParzen gp({.gp_trials = 40});
+    GpStart gp = gp_start(40);
     gp_best.push_back(best_of(run(gp, s, square_bowl, 40, seed, 1), 40));
-    CHECK(gp.last_round().gaussian_process);
-    TreeParzen tp;
+    CHECK(gp.last_round().model_start);
+    Local tp;
     tp_best.push_back(best_of(run(tp, s, square_bowl, 40, seed, 1), 40));
-    CHECK_FALSE(tp.last_round().gaussian_process);
+    CHECK_FALSE(tp.last_round().model_start);
     RandomSearch rs;
     rs_best.push_back(best_of(run(rs, s, square_bowl, 40, seed), 40));
   }
-  MESSAGE("median best after 40: with the Gaussian-process start " << median(gp_best) << ", TPE alone "
-                                                                     << median(tp_best) << ", random " << median(rs_best));
+  MESSAGE("median best after 40: with the model start " << median(gp_best) << ", TPE alone " << median(tp_best)
+                                                        << ", random " << median(rs_best));
   CHECK(median(gp_best) < median(tp_best));
   CHECK(median(gp_best) <= 1.02);
   CHECK(median(rs_best) >= 1.15);
-  // Past gp_trials the rounds are TPE's again.
-  TreeParzen gp({.gp_trials = 20});
+  // Past its trials the rounds are TPE's again.
+  GpStart gp = gp_start(20);
   run(gp, s, square_bowl, 30, 1, 1);
-  CHECK_FALSE(gp.last_round().gaussian_process);
+  CHECK_FALSE(gp.last_round().model_start);
   CHECK_FALSE(gp.last_round().design);
 }
 
-TEST_CASE("TreeParzen: the Gaussian process's ascent from its last fit finds the bowl's optimum as a full one does") {
-  // gp_ard_warm_steps: each fit of the model start after the first takes 5 steps of ARD from the
-  // length scales of the one before (a tenth of the 50 from the common length scale; the
-  // likelihoods: tests/surrogate/test_gaussian_process.cpp). Over 15 seeds of the bowl above at
-  // 40 configs, its median best is the full ascent's within 1%, and far below random search's.
-  const SearchSpace s = square_bowl_space();
-  std::vector<double> warm_best, full_best, rs_best;
-  int other_trials = 0;
-  for (std::uint64_t seed = 0; seed < 15; ++seed) {
-    TreeParzen warm({.gp_trials = 40, .gp_ard_steps = 50, .gp_ard_warm_steps = 5});
-    const std::vector<double> w = run(warm, s, square_bowl, 40, seed, 1);
-    warm_best.push_back(best_of(w, 40));
-    CHECK(warm.last_round().gaussian_process);
-    TreeParzen full({.gp_trials = 40, .gp_ard_steps = 50});
-    const std::vector<double> f = run(full, s, square_bowl, 40, seed, 1);
-    full_best.push_back(best_of(f, 40));
-    other_trials += w != f;
-    RandomSearch rs;
-    rs_best.push_back(best_of(run(rs, s, square_bowl, 40, seed), 40));
-  }
-  MESSAGE("median best after 40: ARD from the last fit " << median(warm_best) << ", full ARD " << median(full_best)
-                                                         << ", random " << median(rs_best));
-  CHECK(other_trials >= 10);  // the warm start is taken: it moves the picks of most seeds
-  CHECK(median(warm_best) <= 1.01 * median(full_best));
-  CHECK(median(warm_best) <= 1.02);
-  CHECK(median(rs_best) >= 1.15);
-}
-
-TEST_CASE("TreeParzen: the model source keeps the Gaussian process picking once TPE has taken over") {
-  // model_source: after the start (no Gaussian-process start here), each round's candidates get a
-  // fourth source, the largest EI(x) of a Gaussian process on the phase's 40 fastest configs. On
-  // the bowl above its picks are hits (in the good group once measured) more often than the other
-  // sources' picks, so the Thompson mix takes it in most rounds, and over 15 seeds at 50 configs
-  // the run's median best is below TPE's alone (the same candidates, three sources) and far below
-  // random search's.
+TEST_CASE("ModelPick: a Gaussian process's pick keeps the model picking once TPE has taken over") {
+  // A third source after the start (no model start here): the largest EI(x) of a Gaussian process
+  // on the phase's 40 fastest configs. On the bowl above its picks are hits (in the good group
+  // once measured) more often than the other sources' picks, so the Thompson mix takes it in most
+  // rounds, and over 15 seeds at 50 configs the run's median best is below TPE's alone (the same
+  // candidates, two sources) and far below random search's.
+  using WithPick = Tpe<GoodDensityDraws, IncumbentNeighbours, ModelPick<>>;
   const SearchSpace s = square_bowl_space();
   std::vector<double> with_best, without_best, rs_best;
   std::size_t model_picks = 0, other_picks = 0;
   double model_hits = 0.0, model_misses = 0.0, other_hits = 0.0, other_misses = 0.0;
   for (std::uint64_t seed = 0; seed < 15; ++seed) {
-    TreeParzen with({.gp_ard_steps = 20, .model_source = 40});
+    WithPick with({}, {.sources = {GoodDensityDraws(), IncumbentNeighbours(),
+                                   ModelPick<>({.fastest = 40}, GaussianProcess({.ard_steps = 20}))}});
     with_best.push_back(best_of(run(with, s, square_bowl, 50, seed, 1,
                                     [&](const std::vector<double>&) {
                                       const TreeParzenRound& r = with.last_round();
                                       if (r.design) return;
-                                      model_picks += r.model_picks;
-                                      other_picks += 1 - r.model_picks;
+                                      model_picks += r.picks[third];
+                                      other_picks += 1 - r.picks[third];
+                                      CHECK(r.candidates[third] == 0);  // it nominates, adds none
                                     }),
                             50));
-    const TreeParzenRound& last = with.last_round();
-    model_hits += last.hits[TreeParzenRound::model];
-    model_misses += last.misses[TreeParzenRound::model];
-    for (int q = 0; q < TreeParzenRound::model; ++q)
-      other_hits += last.hits[q], other_misses += last.misses[q];
-    TreeParzen without;
-    without_best.push_back(best_of(run(without, s, square_bowl, 50, seed, 1,
-                                       [&](const std::vector<double>&) {
-                                         CHECK(without.last_round().model_picks == 0);
-                                       }),
-                               50));
-    const TreeParzenRound& none = without.last_round();
-    CHECK(none.hits[TreeParzenRound::model] + none.misses[TreeParzenRound::model] == 0.0);
+    const ThompsonMix& mix = with.parts().mix;
+    model_hits += mix.hits(third);
+    model_misses += mix.misses(third);
+    for (std::size_t q : {draws, neighbours}) other_hits += mix.hits(q), other_misses += mix.misses(q);
+    Local without;
+    without_best.push_back(best_of(run(without, s, square_bowl, 50, seed, 1), 50));
     RandomSearch rs;
     rs_best.push_back(best_of(run(rs, s, square_bowl, 50, seed), 50));
   }
   const double model_rate = model_hits / (model_hits + model_misses);
   const double other_rate = other_hits / (other_hits + other_misses);
   MESSAGE("model picks " << model_picks << " of " << model_picks + other_picks << ", hit rate " << model_rate
-                         << " (the other sources' " << other_rate << "); median best after 50: with the model source "
+                         << " (the other sources' " << other_rate << "); median best after 50: with the model pick "
                          << median(with_best) << ", without " << median(without_best) << ", random "
                          << median(rs_best));
   CHECK(model_picks >= (model_picks + other_picks) / 2);  // measured 367 of 600
@@ -250,14 +228,45 @@ TEST_CASE("TreeParzen: the model source keeps the Gaussian process picking once 
   CHECK(median(with_best) < median(without_best));
   CHECK(median(with_best) <= 1.02);
   CHECK(median(rs_best) >= 1.15);
-  CHECK_THROWS_AS(TreeParzen({.model_source = 1}), std::invalid_argument);
+  CHECK_THROWS_AS(ModelPick<>({.fastest = 1}), std::invalid_argument);
 }
 
-TEST_CASE("TreeParzen: in the model start's forest turns, a random forest's picks exploit the steps of a space") {
+TEST_CASE("ModelPick: each fit from the last one's length scales picks as well as a full ascent") {
+  // warm_steps: each fit of the model pick after the first takes at most 5 steps of the Gaussian
+  // process's ARD ascent from the length scales of the one before (a tenth of the 50 from the
+  // common length scale; the likelihoods: tests/surrogate/test_gaussian_process.cpp). Over 15
+  // seeds of the bowl at 50 configs, the median best is the full ascent's within 1%.
+  using WithPick = Tpe<GoodDensityDraws, IncumbentNeighbours, ModelPick<>>;
+  auto with_pick = [](std::size_t warm_steps) {
+    return WithPick({}, {.sources = {GoodDensityDraws(), IncumbentNeighbours(),
+                                     ModelPick<>({.fastest = 40, .warm_steps = warm_steps})}});
+  };
+  const SearchSpace s = square_bowl_space();
+  std::vector<double> warm_best, full_best;
+  int other_trials = 0;
+  for (std::uint64_t seed = 0; seed < 15; ++seed) {
+    WithPick warm = with_pick(5), full = with_pick(0);
+    const std::vector<double> w = run(warm, s, square_bowl, 50, seed, 1);
+    const std::vector<double> f = run(full, s, square_bowl, 50, seed, 1);
+    warm_best.push_back(best_of(w, 50));
+    full_best.push_back(best_of(f, 50));
+    other_trials += w != f;
+  }
+  MESSAGE("median best after 50: ARD from the last fit " << median(warm_best) << ", full ARD " << median(full_best)
+                                                         << "; runs with other trials " << other_trials);
+  CHECK(other_trials >= 5);  // the warm start is taken: it moves the picks
+  CHECK(median(warm_best) <= 1.01 * median(full_best));
+}
+
+TEST_CASE("ModelStart: in its forest turns, a random forest's picks exploit the steps of a space") {
   // A step function of four ordered knobs (thresholds, as the trees split): 9.4% of the configs
-  // are on the lowest step (1.0), a random config takes 1.425 on average. With forest_turns the
-  // rounds with an even number of measured configs (10, 12, ..., 38: 15 per run) pick by the
-  // forest's EI, the others by the Gaussian process's.
+  // are on the lowest step (1.0), a random config takes 1.425 on average. With a RandomForest and
+  // a GaussianProcess in turns (InTurns, turn = the phase's trials), the rounds with an even
+  // number of measured configs (10, 12, ..., 38: 15 per run) pick by the forest's EI, the others
+  // by the Gaussian process's.
+  using Turns = InTurns<RandomForest, GaussianProcess>;
+  using RfGpStart = TreeParzen<MaximinStart, ModelStart<Turns>, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
+                               ThompsonMix, NoRestarts>;
   const SearchSpace s = square_bowl_space();
   auto steps = [](const Config& c) {
     return 1.0 + 0.4 * (c[0] < 8) + 0.3 * (c[1] >= 12) + 0.2 * (c[2] < 4 || c[2] >= 12) + 0.1 * (c[3] >= 8);
@@ -265,14 +274,16 @@ TEST_CASE("TreeParzen: in the model start's forest turns, a random forest's pick
   double forest_sum = 0.0, random_sum = 0.0;
   std::size_t forest_picks = 0, gp_picks = 0, random_picks = 0;
   for (std::uint64_t seed = 0; seed < 10; ++seed) {
-    TreeParzen opt({.gp_trials = 40, .forest_turns = true});
+    RfGpStart opt({}, {.model_start = ModelStart<Turns>({.trials = 40},
+                                                        Turns(TpeModel<RandomForest>::make(), GaussianProcess()))});
     run(opt, s, steps, 40, seed, 1, [&](const std::vector<double>& t) {
       const TreeParzenRound& r = opt.last_round();
       if (r.design) return;
-      CHECK(r.gaussian_process);
-      CHECK(r.forest == ((t.size() - 1) % 2 == 0));
-      if (r.forest) forest_sum += t.back(), ++forest_picks;
-      gp_picks += !r.forest;
+      CHECK(r.model_start);
+      const bool forest = opt.parts().model_start.model().fitted() == 0;
+      CHECK(forest == ((t.size() - 1) % 2 == 0));
+      if (forest) forest_sum += t.back(), ++forest_picks;
+      gp_picks += !forest;
     });
     RandomSearch rs;
     for (double t : run(rs, s, steps, 30, seed)) random_sum += t, ++random_picks;
@@ -283,10 +294,6 @@ TEST_CASE("TreeParzen: in the model start's forest turns, a random forest's pick
   CHECK(gp_picks == 150);
   CHECK(forest_mean <= 1.20);  // measured 1.107 (random configs 1.448)
   CHECK(random_mean >= 1.35);
-  // Without forest_turns every model round is the Gaussian process's.
-  TreeParzen gp({.gp_trials = 20});
-  run(gp, s, steps, 12, 1, 1, [&](const std::vector<double>&) { CHECK_FALSE(gp.last_round().forest); });
-  CHECK_THROWS_AS(TreeParzen({.gp_trials = 20, .forest_turns = true, .forest_trees = 1}), std::invalid_argument);
 }
 
 TEST_CASE("TreeParzen: failures are a class of their own, and it learns to avoid them") {
@@ -304,14 +311,14 @@ TEST_CASE("TreeParzen: failures are a class of their own, and it learns to avoid
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
       auto opt = make();
       const auto t = run(opt, s, f, 100, seed);
-      for (std::size_t i = TreeParzenParams{}.startup; i < t.size(); ++i) failed += !std::isfinite(t[i]), ++proposed;
+      for (std::size_t i = MaximinStart{}.size(); i < t.size(); ++i) failed += !std::isfinite(t[i]), ++proposed;
       best.push_back(best_of(t, 100));
     }
     return double(failed) / double(proposed);
   };
   std::vector<double> tp_best, blind_best, rs_best;
-  const double tp = failed_share([] { return TreeParzen{}; }, tp_best);
-  const double blind = failed_share([] { return TreeParzen({.model_failures = false}); }, blind_best);
+  const double tp = failed_share([] { return Local{}; }, tp_best);
+  const double blind = failed_share([] { return Local({.model_failures = false}); }, blind_best);
   const double rs = failed_share([] { return RandomSearch{}; }, rs_best);
   MESSAGE("failed after the start: TreeParzen " << tp << ", without its failure model " << blind << ", random "
                                                 << rs);
@@ -323,7 +330,7 @@ TEST_CASE("TreeParzen: failures are a class of their own, and it learns to avoid
 
 TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by Thompson sampling") {
   const SearchSpace s = square_bowl_space();
-  TreeParzen tp;
+  Local tp;
   History h;
   std::unordered_set<std::uint64_t> visited;
   Rng rng(3);
@@ -334,26 +341,26 @@ TEST_CASE("TreeParzen: local moves around the incumbent, their share decided by 
     REQUIRE(batch.size() == 1);
     if (!tp.last_round().design) {
       ++rounds;
-      local += tp.last_round().local_picks;
-      with_neighbours += tp.last_round().neighbours > 0;
-      CHECK(tp.last_round().drawn > 0);
+      local += tp.last_round().picks[neighbours];
+      with_neighbours += tp.last_round().candidates[neighbours] > 0;
+      CHECK(tp.last_round().candidates[draws] > 0);
     }
     const auto idx = s.to_index(batch[0]);
     visited.insert(idx);
     h.add(Trial{batch[0], idx, Measurement::from_samples({square_bowl(batch[0])}, 0.0), 0.0});
   }
-  const TreeParzenRound& r = tp.last_round();
-  constexpr int g = TreeParzenRound::global, l = TreeParzenRound::local;
+  const ThompsonMix& mix = tp.parts().mix;
+  const double hg = mix.hits(draws), mg = mix.misses(draws), hl = mix.hits(neighbours), ml = mix.misses(neighbours);
   // Every measured pick of the model phase but the last is credited to one source.
-  CHECK(r.hits[g] + r.misses[g] + r.hits[l] + r.misses[l] == doctest::Approx(double(rounds - 1)));
-  MESSAGE("local picks " << local << " of " << rounds << "; hits/misses global " << r.hits[g] << "/" << r.misses[g]
-                         << ", local " << r.hits[l] << "/" << r.misses[l]);
+  CHECK(hg + mg + hl + ml == doctest::Approx(double(rounds - 1)));
+  MESSAGE("local picks " << local << " of " << rounds << "; hits/misses global " << hg << "/" << mg << ", local "
+                         << hl << "/" << ml);
   // On a smooth bowl the incumbent's neighbours keep landing among the good configs: the local
   // source earns the larger share.
   CHECK(with_neighbours > rounds / 2);  // none once the incumbent's 60 neighbours are all measured
   CHECK(local > rounds / 3);
   CHECK(local < rounds);
-  CHECK(r.hits[l] / (r.hits[l] + r.misses[l]) > r.hits[g] / (r.hits[g] + r.misses[g] + 1));
+  CHECK(hl / (hl + ml) > hg / (hg + mg + 1));
 }
 
 TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours are all measured") {
@@ -367,6 +374,9 @@ TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours ar
     for (std::size_t p = 0; p < 6; p += 2) t += 0.2 * std::abs(double(x[p]) - x[p + 1]) + 0.01 * (5.0 - x[p]);
     return t;
   };
+  auto no_two_knob_moves = [] {
+    return Local({}, {.sources = {GoodDensityDraws(), IncumbentNeighbours({.two_knob_moves = 0})}});
+  };
   SUBCASE("the mechanism: the incumbent's 30 Hamming neighbours measured, two-knob moves stand in") {
     const Config incumbent{2, 2, 3, 3, 1, 1};
     const NeighboursMeasured m(s, incumbent, ridges);
@@ -377,22 +387,22 @@ TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours ar
       return n;
     };
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
-      TreeParzen tp;
+      Local tp;
       Rng rng(seed);
       const auto pick = tp.propose(ctx, 1, rng);
       REQUIRE(pick.size() == 1);
-      CHECK(tp.last_round().neighbours == TreeParzenParams{}.samples);
-      if (tp.last_round().local_picks == 1) CHECK(differing(pick[0]) == 2);
-      TreeParzen without({.two_knob_moves = false});
+      CHECK(tp.last_round().candidates[neighbours] == IncumbentNeighboursParams{}.two_knob_moves);
+      if (tp.last_round().picks[neighbours] == 1) CHECK(differing(pick[0]) == 2);
+      Local without = no_two_knob_moves();
       Rng rng2(seed);
       without.propose(ctx, 1, rng2);
-      CHECK(without.last_round().neighbours == 0);
+      CHECK(without.last_round().candidates[neighbours] == 0);
     }
   }
   SUBCASE("the search: nearer the optimum than without them, and than random search") {
     std::vector<double> with, without, random;
     for (std::uint64_t seed = 0; seed < 40; ++seed) {
-      TreeParzen a, b({.two_knob_moves = false});
+      Local a, b = no_two_knob_moves();
       RandomSearch r;
       with.push_back(best_of(run(a, s, ridges, 150, seed), 150) - 1.0);
       without.push_back(best_of(run(b, s, ridges, 150, seed), 150) - 1.0);
@@ -409,7 +419,8 @@ TEST_CASE("TreeParzen: two-knob moves once the incumbent's Hamming neighbours ar
   }
 }
 
-TEST_CASE("TreeParzen: crossovers recombine the good configs, a third source of the Thompson mix") {
+TEST_CASE("Crossovers: recombine the good configs, a third source of the Thompson mix") {
+  using WithCrossovers = Tpe<GoodDensityDraws, IncumbentNeighbours, Crossovers>;
   SUBCASE("the mechanism: every knob of a crossover pick is the value of one of the best configs") {
     const SearchSpace s = square_bowl_space();
     History h;
@@ -429,14 +440,12 @@ TEST_CASE("TreeParzen: crossovers recombine the good configs, a third source of 
     const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
     std::size_t picks = 0;
     for (std::uint64_t seed = 0; seed < 40; ++seed) {
-      TreeParzen with({.crossovers = 64}), without;
-      Rng rng(seed), rng2(seed);
+      WithCrossovers with;
+      Rng rng(seed);
       const auto pick = with.propose(ctx, 1, rng);
       REQUIRE(pick.size() == 1);
-      CHECK(with.last_round().crossovers > 0);
-      without.propose(ctx, 1, rng2);
-      CHECK(without.last_round().crossovers == 0);
-      if (with.last_round().crossover_picks == 0) continue;
+      CHECK(with.last_round().candidates[third] > 0);
+      if (with.last_round().picks[third] == 0) continue;
       ++picks;
       CHECK_FALSE(visited.contains(s.to_index(pick[0])));
       for (std::size_t k = 0; k < 4; ++k)
@@ -463,7 +472,8 @@ TEST_CASE("TreeParzen: crossovers recombine the good configs, a third source of 
     auto solved = [](double t) { return 6.0 - std::floor((t - 1.0) / 0.5 + 1e-9); };  // blocks at 0
     std::vector<double> with, without, random;
     for (std::uint64_t seed = 0; seed < 20; ++seed) {
-      TreeParzen a({.crossovers = 64}), b;
+      WithCrossovers a;
+      Local b;
       RandomSearch r;
       with.push_back(solved(best_of(run(a, s, traps, 150, seed), 150)));
       without.push_back(solved(best_of(run(b, s, traps, 150, seed), 150)));
@@ -477,7 +487,7 @@ TEST_CASE("TreeParzen: crossovers recombine the good configs, a third source of 
   }
 }
 
-TEST_CASE("TreeParzen: repair moves cross the constraints that pin the knobs another layout leaves unused") {
+TEST_CASE("IncumbentNeighbours: repair moves cross the constraints that pin the knobs another layout leaves unused") {
   // Two layouts: "direct" uses u, v and w (1056 configs, a bowl of 1.0 at u=3, v=4, w=8);
   // "blocked" uses w only and the constraint pins u = v = 0 (32 configs, 0.6 at w=8, but far worse
   // than the direct bowl a few steps of w away). From the direct optimum, blocked is one knob away
@@ -495,25 +505,29 @@ TEST_CASE("TreeParzen: repair moves cross the constraints that pin the knobs ano
     const double u = c[1] - 3.0, v = c[2] - 4.0;
     return 1.0 + 0.01 * (u * u + v * v + w * w);
   };
+  auto neighbours_with = [](IncumbentNeighboursParams p) {
+    return Local({}, {.sources = {GoodDensityDraws(), IncumbentNeighbours(p)}});
+  };
   SUBCASE("the mechanism: the incumbent's Hamming neighbours measured, the nearest blocked config stands in") {
     const Config incumbent{0, 3, 4, 8};
     const NeighboursMeasured m(s, incumbent, layouts);
     const SearchContext ctx{s, m.history, m.visited, {}, 0.0, {}, 0.0};
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
-      TreeParzen with({.two_knob_moves = false, .repair_moves = true}), without({.two_knob_moves = false});
+      Local with = neighbours_with({.two_knob_moves = 0, .repair_moves = true});
+      Local without = neighbours_with({.two_knob_moves = 0});
       Rng rng(seed), rng2(seed);
       const auto pick = with.propose(ctx, 1, rng);
       REQUIRE(pick.size() == 1);
-      CHECK(with.last_round().neighbours == 1);  // layout = blocked with u = v = 0, w kept
-      if (with.last_round().local_picks == 1) CHECK(pick[0] == Config{1, 0, 0, 8});
+      CHECK(with.last_round().candidates[neighbours] == 1);  // layout = blocked with u = v = 0, w kept
+      if (with.last_round().picks[neighbours] == 1) CHECK(pick[0] == Config{1, 0, 0, 8});
       without.propose(ctx, 1, rng2);
-      CHECK(without.last_round().neighbours == 0);
+      CHECK(without.last_round().candidates[neighbours] == 0);
     }
   }
   SUBCASE("the search: finds the blocked optimum where TPE alone and random search rarely do") {
     int with = 0, without = 0, random = 0;
     for (std::uint64_t seed = 0; seed < 40; ++seed) {
-      TreeParzen a({.repair_moves = true}), b;
+      Local a = neighbours_with({.repair_moves = true}), b;
       RandomSearch r;
       with += best_of(run(a, s, layouts, 100, seed), 100) < 0.9;
       without += best_of(run(b, s, layouts, 100, seed), 100) < 0.9;
@@ -529,7 +543,9 @@ TEST_CASE("TreeParzen: repair moves cross the constraints that pin the knobs ano
   }
 }
 
-TEST_CASE("TreeParzen: restarts begin a new phase once the phase's best has stalled") {
+TEST_CASE("RestartOnStall: a new phase begins once the phase's best has stalled") {
+  using Restarting = TreeParzen<MaximinStart, NoModelStart, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
+                                ThompsonMix, RestartOnStall>;
   SearchSpace s;
   for (const char* n : {"a", "b", "c"}) s.add(Knob::range(n, 0, 15));
   // A history of these times (infinity: failed), one distinct config each, and the round after it.
@@ -548,10 +564,15 @@ TEST_CASE("TreeParzen: restarts begin a new phase once the phase's best has stal
       h.add(Trial{s.from_index(idx), idx, m, 0.0});
     }
     const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
-    TreeParzen tp({.restart_after = restart_after});
     Rng rng(1);
-    After a{tp.propose(ctx, 64, rng), {}};
-    a.round = tp.last_round();
+    After a;
+    if (restart_after > 0) {
+      Restarting tp({}, {.restarts = RestartOnStall(restart_after)});
+      a = {tp.propose(ctx, 64, rng), tp.last_round()};
+    } else {
+      Local tp;
+      a = {tp.propose(ctx, 64, rng), tp.last_round()};
+    }
     for (const Config& c : a.proposed) CHECK_FALSE(visited.contains(s.to_index(c)));
     return a;
   };
@@ -566,7 +587,7 @@ TEST_CASE("TreeParzen: restarts begin a new phase once the phase's best has stal
     const After a = after(times({{1, 1.0}, {24, 2.0}}), 20);
     CHECK(a.round.phase_start == 21);
     CHECK(a.round.design);
-    CHECK(a.proposed.size() == TreeParzenParams{}.startup - 4);
+    CHECK(a.proposed.size() == MaximinStart{}.size() - 4);
     // One trial less and the first phase goes on.
     const After b = after(times({{1, 1.0}, {19, 2.0}}), 20);
     CHECK(b.round.phase_start == 0);
@@ -582,7 +603,7 @@ TEST_CASE("TreeParzen: restarts begin a new phase once the phase's best has stal
     t.push_back(5.0);
     const After a = after(t, 20);
     CHECK(a.round.phase_start == 100);
-    CHECK(a.proposed.size() == TreeParzenParams{}.startup);
+    CHECK(a.proposed.size() == MaximinStart{}.size());
   }
   SUBCASE("the model of a new phase: its own successes, and the failures of every phase") {
     // Trial 0 is the best, trial 1 failed; the second phase starts at 21 and has 12 trials.
@@ -590,12 +611,14 @@ TEST_CASE("TreeParzen: restarts begin a new phase once the phase's best has stal
     const After a = after(t, 20);
     CHECK(a.round.phase_start == 21);
     CHECK_FALSE(a.round.design);
-    CHECK(a.round.good + a.round.bad == 12);
+    CHECK(a.round.good + a.round.others == 12);
     CHECK(a.round.failed == 1);
   }
 }
 
-TEST_CASE("TreeParzen: restarts give a run that locked into the worse layout more chances") {
+TEST_CASE("RestartOnStall: restarts give a run that locked into the worse layout more chances") {
+  using Restarting = TreeParzen<MaximinStart, NoModelStart, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
+                                ThompsonMix, RestartOnStall>;
   // Two layouts, each a bowl over three knobs of 32 values: "wide" 1.0 at (8, 8, 8), "deep" 0.8
   // at (24, 24, 24), twice as steep (a random config takes ~3.5 in wide, ~6 in deep). Which layout
   // a TPE run settles in depends on its first good configs; once its good group is all of one
@@ -612,7 +635,8 @@ TEST_CASE("TreeParzen: restarts give a run that locked into the worse layout mor
   };
   int with = 0, without = 0, random = 0;
   for (std::uint64_t seed = 0; seed < 40; ++seed) {
-    TreeParzen a({.restart_after = 50}), b;
+    Restarting a({}, {.restarts = RestartOnStall(50)});
+    Local b;
     RandomSearch r;
     with += best_of(run(a, s, layouts, 400, seed), 400) < 0.95;
     without += best_of(run(b, s, layouts, 400, seed), 400) < 0.95;
@@ -629,7 +653,7 @@ TEST_CASE("TreeParzen: restarts give a run that locked into the worse layout mor
 
 TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar") {
   const SearchSpace s = square_bowl_space();
-  TreeParzen tp({.batch_growth = 50});
+  Local tp({.batch_growth = 50});
   History h;
   std::unordered_set<std::uint64_t> visited;
   Rng rng(5);
@@ -657,22 +681,72 @@ TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar
 
 TEST_CASE("TreeParzen: same seed, same proposals, and a small space exhausted exactly") {
   const SearchSpace s = square_bowl_space();
-  TreeParzen a, b;
-  CHECK(run(a, s, square_bowl, 60, 11) == run(b, s, square_bowl, 60, 11));
+  TreeParzen<> a, b;
+  CHECK(run(a, s, square_bowl, 80, 11) == run(b, s, square_bowl, 80, 11));
   SearchSpace tiny;
   tiny.add(Knob::range("a", 0, 4)).add(Knob::boolean("b"));
   tiny.add_constraint("a + b != 3", [](const ConfigView& c) { return c["a"] + c["b"] != 3; });
-  TreeParzen t;
+  TreeParzen<> t;
   const auto times = run(t, tiny, [](const Config& c) { return 1.0 + c[0] + c[1]; }, 100, 1, 4);
   CHECK(times.size() == tiny.count_valid());
 }
 
-TEST_CASE("TreeParzenParams: bad values are errors") {
-  CHECK_THROWS_AS(TreeParzen({.startup = 0}), std::invalid_argument);
-  CHECK_THROWS_AS(TreeParzen({.gamma = 0.0}), std::invalid_argument);
-  CHECK_THROWS_AS(TreeParzen({.gamma = 1.5}), std::invalid_argument);
-  CHECK_THROWS_AS(TreeParzen({.samples = 0, .incumbents = 0}), std::invalid_argument);
-  CHECK_THROWS_AS(TreeParzen({.batch_growth = 0}), std::invalid_argument);
-  CHECK_NOTHROW(TreeParzen({.model_failures = false}));
-  CHECK_THROWS_AS(TreeParzen({.parzen = {.min_width = -1.0}}), std::invalid_argument);
+TEST_CASE("ThompsonMix: the source whose picks land in the good group gets most picks") {
+  // 40 configs of a one-knob space measured, 20 of them handed out for source 0 (times 1 to 20)
+  // and 20 for source 1 (times 101 to 120): the good group is the 4 fastest (gamma 0.1), all
+  // source 0's, so source 0 has 4 hits and 16 misses, source 1 20 misses. Its draws from
+  // Beta(5, 17) and Beta(1, 21) favour source 0 in about 19 of 20 picks; a uniform mix in half.
+  SearchSpace s;
+  s.add(Knob::range("x", 0, 99));
+  History h;
+  std::unordered_set<std::uint64_t> visited;
+  ThompsonMix thompson;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    const Config c{i};
+    const std::uint64_t idx = s.to_index(c);
+    thompson.chosen(idx, i % 2);
+    visited.insert(idx);
+    const double t = i % 2 == 0 ? 1.0 + i / 2 : 101.0 + i / 2;
+    h.add(Trial{c, idx, Measurement::from_samples({t}, 0.0), 0.0});
+  }
+  const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+  const TpeRound round(ctx, 0, {});
+  thompson.credit(round);
+  CHECK(thompson.hits(0) == 4.0);
+  CHECK(thompson.misses(0) == 16.0);
+  CHECK(thompson.hits(1) == 0.0);
+  CHECK(thompson.misses(1) == 20.0);
+  Rng rng(7);
+  const std::array<bool, 2> both{true, true};
+  std::size_t first = 0, uniform_first = 0;
+  UniformMix uniform;
+  for (int i = 0; i < 1000; ++i) {
+    first += thompson.choose(both, rng) == 0;
+    uniform_first += uniform.choose(both, rng) == 0;
+  }
+  MESSAGE("source 0 chosen " << first << " of 1000 (uniform: " << uniform_first << ")");
+  CHECK(first >= 900);
+  CHECK(uniform_first >= 420);
+  CHECK(uniform_first <= 580);
+  // One source on offer: that source, with no draw.
+  const std::array<bool, 2> second{false, true};
+  const Rng before = rng;
+  CHECK(thompson.choose(second, rng) == 1);
+  CHECK(rng == before);
+}
+
+TEST_CASE("TreeParzen: every part's options are checked") {
+  CHECK_THROWS_AS(MaximinStart({.configs = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(MaximinStart({.pool = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(RandomStart(0), std::invalid_argument);
+  CHECK_THROWS_AS(Local({.density = {.gamma = 0.0}}), std::invalid_argument);
+  CHECK_THROWS_AS(Local({.density = {.gamma = 1.5}}), std::invalid_argument);
+  CHECK_THROWS_AS(Local({.density = {.max_good = 0}}), std::invalid_argument);
+  CHECK_THROWS_AS(Local({.density = {.parzen = {.min_width = -1.0}}}), std::invalid_argument);
+  CHECK_THROWS_AS(Local({.batch_growth = 0}), std::invalid_argument);
+  CHECK_NOTHROW(Local({.model_failures = false}));
+  CHECK_THROWS_AS(GoodDensityDraws(0), std::invalid_argument);
+  CHECK_THROWS_AS(IncumbentNeighbours({.incumbents = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(Crossovers(0), std::invalid_argument);
+  CHECK_THROWS_AS(RestartOnStall(0), std::invalid_argument);
 }

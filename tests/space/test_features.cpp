@@ -140,6 +140,34 @@ TEST_CASE("features of a mixed space are the knobs' features concatenated in kno
   }
 }
 
+TEST_CASE("position features: an ordered knob's position over its range, one-hot / sqrt 2 for the others") {
+  SearchSpace s;
+  s.add(Knob::ordinal("o", {3, 7, -2}))
+      .add(Knob::power_of_two("p", 1, 16))
+      .add(Knob::boolean("b"))
+      .add(Knob::categorical("c", {"x", "y", "z"}))
+      .add(Knob::ordinal("one", {5}))  // one value: no column
+      .add(Knob::split("s", 8, 2));
+  // o: 1, p: 1, b: 2 (one-hot), c: 3, one: 0, s: 1 (its four factorisations in order).
+  CHECK(tunekit::position_feature_count(s) == 8);
+  const std::vector<Config> configs{{0, 0, 0, 0, 0, 0}, {2, 3, 1, 1, 0, 2}};
+  const Eigen::MatrixXd x = tunekit::position_features(s, configs);
+  REQUIRE(x.rows() == 2);
+  REQUIRE(x.cols() == 8);
+  const double h = std::sqrt(0.5);
+  // Hand-computed: positions i / (m - 1); the one-hot columns scaled by 1 / sqrt 2.
+  const std::vector<double> first{0.0, 0.0, h, 0.0, h, 0.0, 0.0, 0.0};
+  const std::vector<double> second{1.0, 0.75, 0.0, h, 0.0, h, 0.0, 2.0 / 3.0};
+  for (std::size_t j = 0; j < 8; ++j) {
+    CAPTURE(j);
+    CHECK(x(0, static_cast<Eigen::Index>(j)) == doctest::Approx(first[j]).epsilon(1e-15));
+    CHECK(x(1, static_cast<Eigen::Index>(j)) == doctest::Approx(second[j]).epsilon(1e-15));
+  }
+  // Any change of one unordered knob moves a config as far as an end-to-end ordered move.
+  CHECK((x.row(0).segment(2, 2) - x.row(1).segment(2, 2)).norm() == doctest::Approx(1.0));
+  CHECK(tunekit::position_features(s, std::vector<Config>{}).cols() == 8);
+}
+
 TEST_CASE("a space without knobs has no features") {
   const SearchSpace s;
   CHECK(tunekit::feature_count(s) == 0);

@@ -11,6 +11,7 @@
 #include <boost/random/uniform_int_distribution.hpp>
 
 #include <cstdint>
+#include <utility>
 
 namespace tunekit {
 
@@ -24,6 +25,13 @@ inline std::uint64_t uniform_index(Rng& rng, std::uint64_t n) {
 
 /// A uniformly distributed real in [0, 1).
 inline double uniform_real(Rng& rng) { return boost::random::uniform_01<double>()(rng); }
+
+/// Two distinct positions in [0, n), n >= 2, drawn uniformly (two draws).
+inline std::pair<std::uint64_t, std::uint64_t> distinct_pair(Rng& rng, std::uint64_t n) {
+  const std::uint64_t a = uniform_index(rng, n);
+  const std::uint64_t b = uniform_index(rng, n - 1);
+  return {a, b >= a ? b + 1 : b};
+}
 
 /// The generator of stream `stream` under the seed `base`: an independent generator for each
 /// stream id (a parallel chain, a thread, a trial), a function of (base, stream) only.

@@ -2,8 +2,13 @@
 /// \file
 /// Feature vectors of configurations, the input of surrogate models.
 ///
-/// Per knob: ordinal -> its value; power-of-two -> its value and log2 of it; boolean -> 0/1;
-/// categorical -> one-hot over its labels; split -> each factor and log2 of each factor.
+/// Two encodings:
+/// - `feature_matrix` (AutoTVM's knob features): per knob, ordinal -> its value; power-of-two ->
+///   its value and log2 of it; boolean -> 0/1; categorical -> one-hot over its labels; split ->
+///   each factor and log2 of each factor.
+/// - `position_features` (tunekit's own search): per knob of more than one value, the value's
+///   position over the knob's range in [0, 1] (ordered knobs) or one-hot scaled by 1/sqrt 2 (the
+///   others), so every feature has the same scale whatever the knob's values.
 
 #include "tunekit/space/search_space.hpp"
 
@@ -93,6 +98,40 @@ inline Eigen::MatrixXd feature_matrix(const SearchSpace& space, std::span<const 
   for (std::size_t r = 0; r < configs.size(); ++r)
     write_features(space, configs[r], std::span<double>(x.row(static_cast<Eigen::Index>(r)).data(), nf));
   return x;
+}
+
+/// Number of position features of a config of this space (position_features' columns).
+inline std::size_t position_feature_count(const SearchSpace& space) {
+  std::size_t columns = 0;
+  for (const Knob& knob : space.knobs())
+    if (knob.size() > 1) columns += knob.ordered() ? 1 : knob.size();
+  return columns;
+}
+
+/// The position features of a set of configs, one row per config: per knob of more than one
+/// value, its value's position i / (m - 1) over the knob's m values (ordered knobs: ordinal,
+/// power-of-two, split), or one-hot scaled by 1/sqrt 2 (boolean, categorical), so that changing an
+/// unordered knob moves a config as far as an end-to-end move of an ordered one. Knobs of one
+/// value take no column.
+inline Eigen::MatrixXd position_features(const SearchSpace& space, std::span<const Config> configs) {
+  Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(configs.size()),
+                                            static_cast<Eigen::Index>(position_feature_count(space)));
+  const double one_hot = std::sqrt(0.5);
+  for (std::size_t r = 0; r < configs.size(); ++r) {
+    const auto row = static_cast<Eigen::Index>(r);
+    Eigen::Index col = 0;
+    for (std::size_t k = 0; k < space.dimensions(); ++k) {
+      const Knob& knob = space.knob(k);
+      if (knob.size() < 2) continue;
+      if (knob.ordered()) {
+        X(row, col++) = static_cast<double>(configs[r][k]) / static_cast<double>(knob.size() - 1);
+      } else {
+        X(row, col + static_cast<Eigen::Index>(configs[r][k])) = one_hot;
+        col += static_cast<Eigen::Index>(knob.size());
+      }
+    }
+  }
+  return X;
 }
 
 }  // namespace tunekit

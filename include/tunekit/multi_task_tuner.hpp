@@ -398,7 +398,7 @@ class MultiTaskTuner {
         n = std::min(n, options_.slot_trials - (tuner.history().size() - trials0));
       n = std::min(n, options_.budget.trials - std::min(options_.budget.trials, trials()));
       if (n == 0) break;
-      const auto batch = tuner.ask(n, rng);
+      const auto batch = tuner.ask(n, rng, detail::farm_workers(farm));
       if (batch.empty()) {
         progress_[k].finished = true;
         break;

@@ -26,7 +26,8 @@ struct PresetInfo {
 /// types: TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, TpeGpRfRestartsTuner,
 /// RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
 /// RfEiCsaTuner, ChameleonTuner, SaAsTuner, PpoTuner).
-inline constexpr std::array<PresetInfo, 13> preset_infos{{
+inline constexpr std::array<PresetInfo, 14> preset_infos{{
+    {"tpe", "tunekit's search, TreeParzen<> (docs/concepts.md); fills a farm's workers"},
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
     {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
@@ -98,6 +99,7 @@ inline void check_preset(std::string_view name) {
 /// known ones.
 template <class F>
 decltype(auto) with_preset(std::string_view name, F&& f) {
+  if (name == "tpe") return f.template operator()<TpeTuner>();
   if (name == "tpe-local") return f.template operator()<TpeLocalTuner>();
   if (name == "tpe-gp") return f.template operator()<TpeGpTuner>();
   if (name == "tpe-gp-rf") return f.template operator()<TpeGpRfTuner>();

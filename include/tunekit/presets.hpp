@@ -33,27 +33,28 @@ struct Configured : T {
   Configured() : T(Make()) {}
 };
 
-/// tunekit's own search with its recommended parts (TreeParzen<>; docs/concepts.md): a maximin
-/// start, a model start in which a random forest and a Gaussian process pick in turns, then TPE
-/// whose candidates (draws from the good density, the incumbent's neighbours, crossovers of the
-/// good configs, a Gaussian process's pick) share each batch by Thompson sampling, and restarts
-/// after 100 trials without improvement. The default of tunekit-replay, the tuning programs and
-/// the Python bindings (default_preset).
-using TpeGpRfRestartsTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen<>, Deterministic>;
+/// tunekit's own search with its recommended parts, TreeParzen<> (docs/concepts.md describes it).
+using TpeTuner = Tuner<NoSurrogate, PredictedMean, TreeParzen<>, Deterministic>;
+
+// The tpe-* presets: TreeParzen compositions whose rounds ignore how many configs the caller
+// measures at once (TreeParzenParams::fill_parallel false), as they did when their names were
+// given, so that every log recorded with them resumes exactly.
 
 /// TreeParzen without a model start, crossovers, model pick or restarts: a maximin start, then
 /// TPE's draws and the incumbent's neighbours mixed by Thompson sampling.
 using TpeLocalSearch =
     TreeParzen<MaximinStart, NoModelStart, CandidateSources<GoodDensityDraws, IncumbentNeighbours>, ThompsonMix,
                NoRestarts>;
-using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, TpeLocalSearch, Deterministic>;
+inline TpeLocalSearch tpe_local_search() { return TpeLocalSearch({.fill_parallel = false}); }
+using TpeLocalTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeLocalSearch, tpe_local_search>, Deterministic>;
 
 /// tpe-local with a model start of 40 trials by a Gaussian process (one length scale).
 using TpeGpSearch =
     TreeParzen<MaximinStart, ModelStart<GaussianProcess>, CandidateSources<GoodDensityDraws, IncumbentNeighbours>,
                ThompsonMix, NoRestarts>;
 inline TpeGpSearch tpe_gp_search() {
-  return TpeGpSearch({}, {.model_start = ModelStart<GaussianProcess>({.trials = 40}, GaussianProcess())});
+  return TpeGpSearch({.fill_parallel = false},
+                     {.model_start = ModelStart<GaussianProcess>({.trials = 40}, GaussianProcess())});
 }
 using TpeGpTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeGpSearch, tpe_gp_search>, Deterministic>;
 
@@ -62,10 +63,18 @@ using TpeGpRfSearch = TreeParzen<MaximinStart, ModelStart<InTurns<RandomForest, 
                                  CandidateSources<GoodDensityDraws, IncumbentNeighbours>, ThompsonMix, NoRestarts>;
 inline TpeGpRfSearch tpe_gp_rf_search() {
   using Models = InTurns<RandomForest, GaussianProcess>;
-  return TpeGpRfSearch(
-      {}, {.model_start = ModelStart<Models>({.trials = 40}, Models(TpeModel<RandomForest>::make(), GaussianProcess()))});
+  return TpeGpRfSearch({.fill_parallel = false},
+                       {.model_start = ModelStart<Models>({.trials = 40},
+                                                          Models(TpeModel<RandomForest>::make(), GaussianProcess()))});
 }
 using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeGpRfSearch, tpe_gp_rf_search>, Deterministic>;
+
+/// tpe-gp-rf with a 60-trial model start whose Gaussian process has a length scale per knob,
+/// crossovers of the good configs and a Gaussian process's pick among the sources after it, and
+/// restarts after 100 trials without improvement: TreeParzen<>'s parts.
+inline TreeParzen<> tpe_gp_rf_restarts_search() { return TreeParzen<>({.fill_parallel = false}); }
+using TpeGpRfRestartsTuner =
+    Tuner<NoSurrogate, PredictedMean, Configured<TreeParzen<>, tpe_gp_rf_restarts_search>, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -63,6 +64,14 @@ struct TunerOptions {
   /// to this many of the round's later configs that it will measure next, and starts compiling
   /// them before it measures the job (FarmJob::compile_ahead).
   std::size_t compile_ahead = 4;
+  /// How many configs are measured at once, told to the optimizer (SearchContext::parallel) and, for
+  /// an optimizer that fills them (TreeParzen: `fills_parallel()`), kept in flight by `tune`: each
+  /// result told in trial order is followed by an ask for one more config, so that every proposal
+  /// knows every result before it and the configs still in flight (the same trials on a farm and
+  /// serially). 0: 1 serially; on a farm its workers, and for an optimizer that fills them on a
+  /// StreamingFarm half as many again (detail::in_flight), so that a slow config does not idle
+  /// the others. A loop of your own with W workers sets W and asks for W.
+  std::size_t parallel = 0;
 
   void validate() const {
     budget.validate();
@@ -127,6 +136,21 @@ void call_on_end(C& c, const TuningState& s) {
 
 /// The farm argument of a loop that measures its trials itself, one after the other.
 struct NoFarm {};
+
+/// The configs a tuner keeps in flight on a StreamingFarm of `workers` workers: workers + half as
+/// many, rounded up. Results are told in trial order, so a config slower than those after it holds
+/// back the next proposals; the configs beyond the workers keep them busy meanwhile (on the
+/// gemm_RTX_3090 replay's trials, 4 workers busy 67% of the time with 4 in flight, 82% with 6).
+inline std::size_t in_flight(std::size_t workers) { return workers + (workers + 1) / 2; }
+
+/// The workers of a measurement farm (its `workers()`; 1 for NoFarm or a farm that does not say).
+template <class F>
+std::size_t farm_workers(const F& farm) {
+  if constexpr (requires { farm.workers(); })
+    return static_cast<std::size_t>(std::max<decltype(farm.workers())>(farm.workers(), 1));
+  else
+    return 1;
+}
 
 /// Which configs of a round to start compiling before each of its trials is measured
 /// (TunerOptions::compile_ahead): before trial k, those of k+1 .. k+ahead not started yet, so
@@ -288,12 +312,16 @@ class Tuner {
   /// at once), so an empty batch means the budget is spent (`budget_spent()`) or every config
   /// left is measured or pending (`pending()`). A config that will never be told goes back with
   /// `forget_pending()`, or is told as a failure (`Measurement::failure`).
-  std::vector<Config> ask(std::size_t n, Rng& rng) {
+  std::vector<Config> ask(std::size_t n, Rng& rng) { return ask(n, rng, options_.parallel > 0 ? options_.parallel : 1); }
+  /// As ask(n, rng), by a caller that measures `parallel` configs at once (SearchContext::parallel;
+  /// TunerOptions::parallel, when set, takes precedence): `tune` on a farm passes its workers.
+  std::vector<Config> ask(std::size_t n, Rng& rng, std::size_t parallel) {
+    if (options_.parallel > 0) parallel = options_.parallel;
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Config> batch;
     n = budget_spent() ? 0 : std::min(n, options_.budget.trials - std::min(options_.budget.trials, history_.size() + pending()));
     if (n > 0) {
-      SearchContext ctx{space_, history_, visited_, {}, best_throughput(), {}, best_target()};
+      SearchContext ctx{space_, history_, visited_, {}, best_throughput(), {}, best_target(), std::max<std::size_t>(parallel, 1)};
       if constexpr (!std::is_same_v<SurrogateT, NoSurrogate>) {
         if (history_.successes() > 0) {
           fit_surrogate(rng);
@@ -484,7 +512,9 @@ class Tuner {
     (detail::call_on_begin(callbacks, state(loop)), ...);
 
     TuneResult result;
-    for (;;) {
+    const std::size_t in_flight = flight(farm);
+    if (in_flight > 1) result.reason = stream(kernel, farm, in_flight, rng, loop, callbacks...);
+    for (; in_flight <= 1;) {
       if (history_.size() >= options_.budget.trials) {
         result.reason = StopReason::trial_budget;
         break;
@@ -494,7 +524,7 @@ class Tuner {
         break;
       }
       const auto n = std::min(options_.plan_size, options_.budget.trials - history_.size());
-      const auto batch = ask(n, rng);
+      const auto batch = ask(n, rng, detail::farm_workers(farm));
       if (batch.empty()) {
         result.reason = StopReason::space_exhausted;
         break;
@@ -519,6 +549,84 @@ class Tuner {
     if (const Trial* b = history_.best()) result.best = *b;
     result.trials = history_.size();
     return result;
+  }
+
+  // The configs `tune` keeps in flight (TunerOptions::parallel): more than 1 only for an optimizer
+  // that fills them, serially when the options say so, or on a StreamingFarm (another farm
+  // measures rounds: TunerOptions::parallel is then what its optimizer is told).
+  template <class F>
+  std::size_t flight([[maybe_unused]] const F& farm) const {
+    bool fills = false;
+    if constexpr (requires(const OptimizerT& o) { { o.fills_parallel() } -> std::convertible_to<bool>; })
+      fills = parts_.optimizer.fills_parallel();
+    if constexpr (std::is_same_v<F, detail::NoFarm>)
+      return fills && options_.parallel > 1 ? options_.parallel : 1;
+    else if constexpr (StreamingFarm<F>)
+      return !fills ? 1 : options_.parallel > 0 ? options_.parallel : detail::in_flight(detail::farm_workers(farm));
+    else
+      return 1;
+  }
+
+  // tune's loop with `in_flight` configs in flight: ask that many, then after each result told in
+  // trial order ask one more (the others in flight are pending: the optimizer's lies). The
+  // recorded trials of an exact resume are told serially in that order, then the rest is measured
+  // on a StreamingFarm, or serially. Returns why it stopped.
+  template <class K, class F, class... Callbacks>
+  StopReason stream(K& kernel, F& farm, std::size_t in_flight, Rng& rng, TrialLoop& loop, Callbacks&... callbacks) {
+    std::deque<Config> window;
+    auto refill = [&] {
+      for (Config& c : ask(in_flight - std::min(in_flight, pending()), rng, in_flight)) window.push_back(std::move(c));
+    };
+    // After a trial is told: the callbacks' on_round (each told trial ends a round here) and the
+    // budget's seconds say whether to stop (nullopt: go on).
+    auto after = [&](TrialResult r) -> std::optional<StopReason> {
+      ++loop.round;
+      [[maybe_unused]] const TuningState s = state(loop);
+      bool stop = r == TrialResult::stop;
+      ((stop = detail::call_on_round(callbacks, s) || stop), ...);
+      if (stop) return StopReason::callback;
+      if (tuning_seconds() >= options_.budget.seconds) return StopReason::time_budget;
+      return std::nullopt;
+    };
+    refill();
+    while (!window.empty() && (std::is_same_v<F, detail::NoFarm> || recorded_left_ > 0)) {
+      const TrialResult r = trial(kernel, window.front(), loop, callbacks...);
+      if (r == TrialResult::ask_again) {  // the exact resume ended: ask again knowing every record
+        window.clear();
+        refill();
+        continue;
+      }
+      window.pop_front();
+      if (const auto why = after(r)) return *why;
+      refill();
+    }
+    if constexpr (StreamingFarm<F>) {
+      if (!window.empty()) {
+        const std::size_t base = history_.size();  // job j is trial base + j
+        std::vector<FarmJob> jobs;
+        auto add = [&](Config c) {
+          jobs.push_back(FarmJob{.task = 0, .config = std::move(c), .measurement_seed = loop.measurement_seed,
+                                 .trial = base + jobs.size(), .compile_ahead = farm_compile_ahead<K>()});
+        };
+        for (Config& c : window) add(std::move(c));
+        window.clear();
+        std::optional<StopReason> why;
+        farm.measure(
+            std::span<const FarmJob>(jobs), FarmSink([&](std::size_t i, Measurement&& m) {
+              if (history_.size() != jobs[i].trial)
+                throw std::logic_error("Tuner::stream: the farm handed back job " + std::to_string(i) + " out of order");
+              why = after(told(jobs[i].config, std::move(m), loop, false, callbacks...));
+              return !why;
+            }),
+            FarmMore([&] {
+              const std::size_t first = jobs.size();
+              for (Config& c : ask(in_flight - std::min(in_flight, pending()), rng, in_flight)) add(std::move(c));
+              return std::vector<FarmJob>(jobs.begin() + static_cast<std::ptrdiff_t>(first), jobs.end());
+            }));
+        if (why) return *why;
+      }
+    }
+    return history_.size() >= options_.budget.trials ? StopReason::trial_budget : StopReason::space_exhausted;
   }
 
  public:

@@ -188,6 +188,57 @@ TEST_CASE("local farm: with no restart left a dead farm stops with a FarmError, 
   CHECK(tunekit::read_records(log, kernel.space(), "").size() == 50);
 }
 
+TEST_CASE("local farm: tunekit's search keeps its configs in flight, the serial window's trials, and resumes exactly") {
+  // TreeParzen<> fills the workers (fills_parallel): on a StreamingFarm of 2 workers, tune keeps
+  // detail::in_flight(2) = 3 configs in flight, told in trial order, each told result followed by
+  // one more ask; serially, TunerOptions::parallel 3 makes the same window and the same trials.
+  // Killed (both workers, no restart left), the run resumes exactly from its log on a new farm.
+  tunekit::test::TempDir dir;
+  const auto log = dir.path / "stream.jsonl";
+  const auto replay = gemm();
+  SlowReplay kernel{&replay};
+  CHECK(tunekit::detail::in_flight(2) == 3);
+  CHECK(tunekit::detail::in_flight(4) == 6);
+  tunekit::TpeTuner serial(kernel.space(), {.budget = {.trials = 45}, .parallel = 3});
+  tunekit::Rng rng(7);
+  serial.tune(kernel, rng);
+  REQUIRE(serial.history().size() == 45);
+  const tunekit::TunerOptions options{.budget = {.trials = 45}};
+  {
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2)});
+    tunekit::TpeTuner parallel(kernel.space(), options);
+    tunekit::Rng prng(7);
+    const auto result = parallel.tune(kernel, farm, prng);
+    CHECK(result.trials == 45);
+    CHECK(result.reason == tunekit::StopReason::trial_budget);
+    check_same_trials(serial.history(), parallel.history());
+  }
+  std::ostringstream warnings;
+  {
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2), .restarts = 0}, &warnings);
+    tunekit::TpeTuner parallel(kernel.space(), options);
+    tunekit::Rng prng(7);
+    KillWorkerAt killer{&farm, 20, 0, 2};
+    CHECK_THROWS_AS(parallel.tune(kernel, farm, prng, tunekit::LogToFile(log, &warnings), killer), tunekit::FarmError);
+    CHECK(parallel.history().size() >= 20);
+    CHECK(parallel.history().size() < 45);
+  }
+  tunekit::TpeTuner resumed(kernel.space(), options);
+  CHECK(tunekit::resume_exact(resumed, log, kernel.name(), &warnings) >= 20);
+  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2)}, &warnings);
+  tunekit::Rng rrng(7);
+  CHECK(resumed.tune(kernel, farm, rrng, tunekit::LogToFile(log, &warnings)).trials == 45);
+  check_same_trials(serial.history(), resumed.history());
+  CHECK(warnings.str().find("not an exact continuation") == std::string::npos);
+  // The tpe-* presets measure rounds, as when their names were given: the serial run's trials.
+  tunekit::TpeGpRfRestartsTuner legacy_serial(kernel.space(), options), legacy_farm(kernel.space(), options);
+  tunekit::Rng ls(2), lf(2);
+  legacy_serial.tune(kernel, ls);
+  tunekit::LocalFarm farm2({.devices = tunekit::cpu_workers(2)});
+  legacy_farm.tune(kernel, farm2, lf);
+  check_same_trials(legacy_serial.history(), legacy_farm.history());
+}
+
 TEST_CASE("local farm: a worker whose kernel hangs is timed out and the run goes on") {
   const auto replay = gemm();
   // The config the serial run measures fifth hangs for 60 s in the farm's run.

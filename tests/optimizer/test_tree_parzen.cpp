@@ -679,6 +679,87 @@ TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar
   for (const Config& c : tp.propose(pending, 64, rng)) CHECK_FALSE(visited.contains(s.to_index(c)));
 }
 
+TEST_CASE("TreeParzen: on W workers every round proposes W configs, from its first round on") {
+  // SearchContext::parallel = 4 (a farm's workers): the start (10 configs, then 2 more to fill
+  // the third round), the model start and the mix each propose 4 distinct configs a round; the
+  // tpe-* presets' composition without fill_parallel proposes one a round in its model start.
+  const SearchSpace s = square_bowl_space();
+  auto rounds = [&](auto& opt) {
+    History h;
+    std::unordered_set<std::uint64_t> visited;
+    Rng rng(2);
+    std::vector<std::size_t> sizes;
+    while (h.size() < 120) {
+      SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+      ctx.parallel = 4;
+      const auto batch = opt.propose(ctx, 16, rng);
+      REQUIRE_FALSE(batch.empty());
+      sizes.push_back(batch.size());
+      for (const Config& c : batch) {
+        const auto idx = s.to_index(c);
+        REQUIRE(visited.insert(idx).second);
+        h.add(Trial{c, idx, Measurement::from_samples({square_bowl(c)}, 0.0), 0.0});
+      }
+    }
+    return sizes;
+  };
+  TreeParzen<> filling;
+  for (std::size_t size : rounds(filling)) CHECK(size == 4);
+  TreeParzen<> serial({.fill_parallel = false});
+  const auto sizes = rounds(serial);
+  CHECK(sizes[0] == 10);  // the start, as asked (at most 16)
+  CHECK(std::count(sizes.begin(), sizes.end(), std::size_t{1}) >= 50);  // the model start, one a round
+}
+
+TEST_CASE("ModelStart: a batch's picks are spread by the constant liar") {
+  // A history of 30 random configs of the bowl; among 256 random candidates, the model start's
+  // four picks (each fitted with the ones before as lies at the slowest time) against the four
+  // candidates of largest expected improvement of the one fit: the liar's picks are farther apart
+  // (mean pairwise distance over 10 seeds), as a batch for four workers should be.
+  const SearchSpace s = square_bowl_space();
+  double liar = 0.0, top = 0.0;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    History h;
+    std::unordered_set<std::uint64_t> visited;
+    Rng rng(seed);
+    const SearchContext empty{s, h, visited, {}, 0.0, {}, 0.0};
+    for (const Config& c : RandomSearch{}.propose(empty, 30, rng)) {
+      const auto idx = s.to_index(c);
+      visited.insert(idx);
+      h.add(Trial{c, idx, Measurement::from_samples({square_bowl(c)}, 0.0), 0.0});
+    }
+    const SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
+    const TpeRound round(ctx, 0, {});
+    CandidatePool pool(ctx);
+    ModelStart<GaussianProcess> start({.pool = 256}, GaussianProcess());
+    start.add(round, pool, rng);
+    pool.set_log_ok(std::vector<double>(pool.size(), 0.0));
+    auto spread = [&](const std::vector<std::size_t>& picks) {
+      double d = 0.0;
+      for (std::size_t i = 0; i < picks.size(); ++i)
+        for (std::size_t j = i + 1; j < picks.size(); ++j) d += MaximinStart::distance(s, pool[picks[i]], pool[picks[j]]);
+      return d / 6.0;
+    };
+    const auto picks = start.pick(round, pool, 4, {}, rng);
+    REQUIRE(picks.size() == 4);
+    CHECK(std::set<std::size_t>(picks.begin(), picks.end()).size() == 4);
+    // The four best of the first fit: picks one at a time with the earlier ones excluded, no lies.
+    std::vector<std::size_t> best;
+    for (int i = 0; i < 4; ++i) {
+      GaussianProcess gp;
+      detail::WarmStart none;
+      detail::fit_log_times(gp, s, detail::log_times(round.ok), 0, none, 0, rng);
+      best.push_back(detail::best_by_acquisition(gp, ExpectedImprovement{}, std::log(round.ok[0]->measurement.mean), s,
+                                                 pool, best));
+    }
+    CHECK(best[0] == picks[0]);  // the first pick is the one fit's
+    liar += spread(picks) / 10.0;
+    top += spread(best) / 10.0;
+  }
+  MESSAGE("mean pairwise distance of a batch of 4: constant liar " << liar << ", top 4 of one fit " << top);
+  CHECK(liar >= 1.3 * top);
+}
+
 TEST_CASE("TreeParzen: same seed, same proposals, and a small space exhausted exactly") {
   const SearchSpace s = square_bowl_space();
   TreeParzen<> a, b;

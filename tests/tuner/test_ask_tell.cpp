@@ -173,3 +173,21 @@ TEST_CASE("tune refuses a kernel whose space differs from the tuner's, naming th
   Kernel same{grid_space()};
   CHECK(t.tune(same, rng).trials == 5);
 }
+
+TEST_CASE("ask/tell: with TunerOptions::parallel W, tunekit's search hands out W configs a round") {
+  // A caller that measures four configs at once says so (a farm's `tune` says it by itself):
+  // each ask(4) of TreeParzen<> returns 4 configs, the start's, the model start's and the mix's.
+  tunekit::SearchSpace s;
+  for (const char* n : {"a", "b", "c"}) s.add(tunekit::Knob::range(n, 0, 15));
+  tunekit::Tuner<tunekit::NoSurrogate, tunekit::PredictedMean, tunekit::TreeParzen<>> tuner(
+      s, {.budget = {.trials = 120}, .parallel = 4});
+  tunekit::Rng rng(3);
+  std::size_t rounds = 0;
+  for (auto batch = tuner.ask(4, rng); !batch.empty(); batch = tuner.ask(4, rng), ++rounds) {
+    CHECK(batch.size() == 4);
+    for (const auto& c : batch)
+      tuner.tell(c, tunekit::Measurement::from_samples({1.0 + c[0] + 0.5 * c[1] + 0.25 * c[2]}, 0.0));
+  }
+  CHECK(rounds == 30);
+  CHECK(tunekit::detail::farm_workers(tunekit::detail::NoFarm{}) == 1);
+}

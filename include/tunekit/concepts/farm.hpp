@@ -29,6 +29,14 @@ concept MeasurementFarm = requires(F& f, const FarmWork& work, std::span<const F
   f.finish();
 };
 
+/// A farm whose batch can grow while it is measured: `measure(jobs, sink, more)` is measure(jobs,
+/// sink), and after each result handed to the sink (in job order) `more()` returns the jobs to
+/// append to the batch, so that a tuner keeps its workers busy with configs it chose knowing every
+/// result before (LocalFarm).
+template <class F>
+concept StreamingFarm = MeasurementFarm<F> && requires(F& f, std::span<const FarmJob> jobs, const FarmSink& sink,
+                                                        const FarmMore& more) { f.measure(jobs, sink, more); };
+
 template <class F>
 constexpr bool check_measurement_farm() {
   static_assert(MeasurementFarm<F>,

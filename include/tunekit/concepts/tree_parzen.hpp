@@ -100,22 +100,26 @@ constexpr bool check_restart_policy() {
 
 /// The first model-driven rounds of a phase: `bool active(const TpeRound&) const` (whether this
 /// round is one), `void add(const TpeRound&, CandidatePool&, Rng&)` (candidates of its own, after
-/// the sources') and `std::size_t pick(const TpeRound&, const CandidatePool&, Rng&)` (the
-/// candidate it measures) (ModelStart, NoModelStart).
+/// the sources') and `std::vector<std::size_t> pick(const TpeRound&, const CandidatePool&,
+/// std::size_t count, std::span<const Config> lies, Rng&)` (up to `count` distinct candidates to
+/// measure, best first; `lies`: configs handed out and not measured yet) (ModelStart,
+/// NoModelStart).
 template <class M>
 concept ModelStartPolicy = requires(M& m, const M& cm, const TpeRound& round, CandidatePool& pool,
-                                    const CandidatePool& cpool, Rng& rng) {
+                                    const CandidatePool& cpool, std::size_t count, std::span<const Config> lies,
+                                    Rng& rng) {
   { cm.active(round) } -> std::convertible_to<bool>;
   m.add(round, pool, rng);
-  { m.pick(round, cpool, rng) } -> std::convertible_to<std::size_t>;
+  { m.pick(round, cpool, count, lies, rng) } -> std::same_as<std::vector<std::size_t>>;
 };
 
 template <class M>
 constexpr bool check_model_start() {
   static_assert(ModelStartPolicy<M>, "tunekit::ModelStartPolicy: the model start needs `bool active(const "
                                      "tunekit::TpeRound&) const`, `void add(const tunekit::TpeRound&, "
-                                     "tunekit::CandidatePool&, tunekit::Rng&)` and `std::size_t pick(const "
-                                     "tunekit::TpeRound&, const tunekit::CandidatePool&, tunekit::Rng&)`");
+                                     "tunekit::CandidatePool&, tunekit::Rng&)` and `std::vector<std::size_t> "
+                                     "pick(const tunekit::TpeRound&, const tunekit::CandidatePool&, std::size_t "
+                                     "count, std::span<const tunekit::Config> lies, tunekit::Rng&)`");
   return ModelStartPolicy<M>;
 }
 

@@ -45,4 +45,8 @@ using FarmWork = std::function<Measurement(const FarmJob&)>;
 /// jobs after i are then not handed out, and results that come back for them are dropped.
 using FarmSink = std::function<bool(std::size_t i, Measurement&&)>;
 
+/// The jobs a streaming measure appends to its batch after each result it hands to the sink (in
+/// job order): none, and the batch ends once its jobs are measured (StreamingFarm).
+using FarmMore = std::function<std::vector<FarmJob>()>;
+
 }  // namespace tunekit

@@ -40,6 +40,10 @@ struct SearchContext {
   std::function<void(std::span<const Config>, Eigen::VectorXd& mean, Eigen::VectorXd& std)> predict{};
   /// The best measured value in the surrogate's units (what `best` is for the acquisition).
   double best_target = 0.0;
+  /// How many configs the caller measures at once (a farm's workers; a user's ask(n) asks for
+  /// n): an optimizer that sizes its own batches may propose at least this many, so that no worker
+  /// idles (TreeParzenParams::fill_parallel).
+  std::size_t parallel = 1;
 
   /// Whether a fitted model is available (`score` and `predict` are set).
   bool has_model() const noexcept { return static_cast<bool>(score); }

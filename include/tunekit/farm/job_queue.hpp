@@ -41,6 +41,15 @@ class JobQueue {
         left_(jobs.size()),
         most_held_(compile_ahead && workers > 0 ? (jobs.size() + workers - 1) / workers - 1 : 0) {}
 
+  /// The batch grew: `jobs` is the batch so far (its first jobs those before), the new jobs wait.
+  void grow(std::span<const FarmJob> jobs) {
+    const std::size_t old = jobs_.size();
+    jobs_ = jobs;
+    held_by_.resize(jobs.size(), free);
+    waiting_.resize(jobs.size(), true);
+    left_ += jobs.size() - old;
+  }
+
   /// Whether no job is left to hand out.
   bool empty() const noexcept { return left_ == 0; }
 

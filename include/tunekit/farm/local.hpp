@@ -132,6 +132,9 @@ class LocalFarm {
   LocalFarm& operator=(const LocalFarm&) = delete;
   ~LocalFarm() { finish(); }
 
+  /// The number of workers (one per device).
+  std::size_t workers() const noexcept { return options_.devices.size(); }
+
   /// Forks the workers, which measure with `work`. Returns true (this process tunes).
   bool start(const FarmWork& work) {
     if (started_) throw std::logic_error("LocalFarm::start: the farm runs already (finish it first)");
@@ -151,9 +154,14 @@ class LocalFarm {
   }
 
   /// Measures the jobs on the workers; sink(i, m) in job order (see MeasurementFarm).
-  void measure(std::span<const FarmJob> jobs, const FarmSink& sink) {
+  void measure(std::span<const FarmJob> jobs, const FarmSink& sink) { measure(jobs, sink, FarmMore()); }
+
+  /// As measure(jobs, sink), and after each result handed to the sink `more()` gives jobs to
+  /// append to the batch (StreamingFarm): idle workers take them at once.
+  void measure(std::span<const FarmJob> first, const FarmSink& sink, const FarmMore& more) {
     if (!started_) throw std::logic_error("LocalFarm::measure: start the farm first");
-    const std::size_t n = jobs.size();
+    std::vector<FarmJob> jobs(first.begin(), first.end());
+    std::size_t n = jobs.size();
     std::vector<std::optional<Measurement>> results(n);
     std::vector<std::size_t> deaths(n, 0);
     queue_ = detail::JobQueue(jobs, workers_.size());
@@ -166,6 +174,14 @@ class LocalFarm {
         results[next].reset();
         try {
           cancelled = !sink(next, std::move(m));
+          if (!cancelled && more) {
+            std::vector<FarmJob> extra = more();
+            jobs.insert(jobs.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
+            n = jobs.size();
+            results.resize(n);
+            deaths.resize(n, 0);
+            queue_.grow(jobs);
+          }
         } catch (...) {
           abandon();
           throw;

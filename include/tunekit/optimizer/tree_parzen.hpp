@@ -40,6 +40,12 @@ struct TreeParzenParams {
   /// A round measures 1 + floor(trials / batch_growth) configs (at most what was asked), so
   /// batches grow as the model firms up.
   std::size_t batch_growth = 100;
+  /// Whether each round proposes at least as many configs as the caller measures at once
+  /// (SearchContext::parallel: a farm's workers, the n of a user's ask(n); at most n), so that no
+  /// worker idles: the model start then picks that many, each told the ones before as lies. False:
+  /// one config a round in the start's last configs and the model start, and the growing batches
+  /// alone (the tpe-* presets).
+  bool fill_parallel = true;
 
   void validate() const {
     density.validate();
@@ -66,7 +72,7 @@ struct TreeParzenRound {
 /// 1. Phase: the restart policy says where the current phase begins (RestartOnStall: after the
 ///    best has stalled); the steps below see the phase's trials and every failure.
 /// 2. Start: until the phase has `StartT::size()` configs and two of them succeeded, the start
-///    design proposes (MaximinStart: a space-filling design).
+///    design proposes (MaximinStart: a space-filling design), at least one config per worker.
 /// 3. Model: the phase's successful configs split by measured time into the good ones (the
 ///    ceil(gamma * n) fastest, at most max_good) and the others (with the pending configs as
 ///    lies); l(x) and g(x) are their ParzenEstimators, and, once configs failed, f(x) the
@@ -76,8 +82,9 @@ struct TreeParzenRound {
 /// 4. Candidates: the sources offer valid unvisited configs (SourcesT, in stages: around the
 ///    incumbents, then global, then picks among those).
 /// 5. Model start: in its rounds (ModelStartT::active), the model start adds its own candidates
-///    and picks the one config measured.
-/// 6. Mix: otherwise a batch of 1 + floor(trials / batch_growth) configs (at most n); each pick
+///    and picks the configs measured: one per worker (SearchContext::parallel).
+/// 6. Mix: otherwise a batch of 1 + floor(trials / batch_growth) configs, or one per worker when
+///    that is more (at most n); each pick
 ///    comes from a source the mix chooses (MixT: Thompson sampling on the sources' hits), its
 ///    best-scored candidate (or its nominee), and joins g(x) as a pessimistic lie (constant liar)
 ///    so that a batch spreads out.
@@ -113,13 +120,17 @@ class TreeParzen {
   const Parts& parts() const noexcept { return parts_; }
   /// What the last propose did.
   const TreeParzenRound& last_round() const noexcept { return report_; }
+  /// Whether it fills the configs measured at once (TreeParzenParams::fill_parallel): `tune` then
+  /// keeps them in flight (TunerOptions::parallel).
+  bool fills_parallel() const noexcept { return params_.fill_parallel; }
 
   std::vector<Config> propose(const SearchContext& ctx, std::size_t n, Rng& rng) {
     report_ = {};
     if (n == 0) return {};
     const std::size_t phase = parts_.restarts.phase_start(ctx.history);
     report_.phase_start = phase;
-    if (const std::size_t want = start_configs(ctx, phase); want > 0)
+    const std::size_t parallel = params_.fill_parallel ? std::clamp<std::size_t>(ctx.parallel, 1, n) : 1;
+    if (const std::size_t want = start_configs(ctx, phase, parallel); want > 0)
       return parts_.start.design(ctx, std::min(n, want), rng);
     report_.design = false;
 
@@ -129,21 +140,25 @@ class TreeParzen {
     CandidatePool pool = candidates(round, rng);
     if (round.model_start && !pool.empty()) {
       report_.model_start = true;
-      return {pool[parts_.model_start.pick(round, pool, rng)]};
+      const std::span<const Config> lies = params_.fill_parallel ? round.pending : std::span<const Config>();
+      std::vector<Config> out;
+      for (std::size_t i : parts_.model_start.pick(round, pool, parallel, lies, rng)) out.push_back(pool[i]);
+      return out;
     }
     parts_.sources.add(SourceStage::pick, round, pool, rng);
-    return batch(round, pool, std::min(n, 1 + ctx.history.size() / params_.batch_growth), rng);
+    return batch(round, pool, std::min(n, std::max(parallel, 1 + ctx.history.size() / params_.batch_growth)), rng);
   }
 
  private:
   // How many configs the start still proposes in the phase beginning at `phase` (0: it is over):
-  // what it lacks of its size, or 1 while fewer than two configs of the phase succeeded.
-  std::size_t start_configs(const SearchContext& ctx, std::size_t phase) const {
+  // what it lacks of its size (at least `parallel`), or `parallel` while fewer than two configs of
+  // the phase succeeded.
+  std::size_t start_configs(const SearchContext& ctx, std::size_t phase, std::size_t parallel) const {
     const std::size_t visited = ctx.visited.size() > phase ? ctx.visited.size() - phase : 0;
     std::size_t successes = 0;
     for (std::size_t i = phase; i < ctx.history.size(); ++i) successes += ctx.history[i].measurement.ok();
-    if (visited < parts_.start.size()) return parts_.start.size() - visited;
-    return successes < 2 ? 1 : 0;
+    if (visited < parts_.start.size()) return std::max(parts_.start.size() - visited, parallel);
+    return successes < 2 ? parallel : 0;
   }
 
   // Steps 4-5: the local and global sources' candidates (and the model start's), with their

@@ -56,43 +56,62 @@ concept WarmStartable = requires(S& s, const Eigen::MatrixXd& X, const Eigen::Ve
   { s.log_weights() } -> std::convertible_to<Eigen::VectorXd>;
 };
 
-// Fits `model` on the log times of `trials` (position features). A model with a warm start
-// (WarmStartable) and warm_steps > 0 starts from `warm`, the last fit of the same phase on no
-// more configs, for at most warm_steps steps, and leaves this fit there.
-template <class S>
-void fit_log_times(S& model, const SearchSpace& space, std::span<const Trial* const> trials, std::size_t phase,
-                   WarmStart& warm, std::size_t warm_steps, Rng& rng) {
-  std::vector<Config> configs;
-  Eigen::VectorXd y(static_cast<Eigen::Index>(trials.size()));
+// The targets of a model: the log times of measured configs, and `lies` (configs handed out and
+// not measured yet) at the slowest of them (a constant liar: the model expects nothing of them,
+// so its next pick keeps away).
+struct LogTimes {
+  std::vector<Config> configs{};
+  Eigen::VectorXd y{};
+};
+inline LogTimes log_times(std::span<const Trial* const> trials, std::span<const Config> lies = {}) {
+  LogTimes t;
+  t.y.resize(static_cast<Eigen::Index>(trials.size() + lies.size()));
   for (std::size_t i = 0; i < trials.size(); ++i) {
-    configs.push_back(trials[i]->config);
-    y(static_cast<Eigen::Index>(i)) = std::log(trials[i]->measurement.mean);
+    t.configs.push_back(trials[i]->config);
+    t.y(static_cast<Eigen::Index>(i)) = std::log(trials[i]->measurement.mean);
   }
-  const Eigen::MatrixXd X = position_features(space, configs);
+  const double worst = t.y.head(static_cast<Eigen::Index>(trials.size())).maxCoeff();
+  for (std::size_t i = 0; i < lies.size(); ++i) {
+    t.configs.push_back(lies[i]);
+    t.y(static_cast<Eigen::Index>(trials.size() + i)) = worst;
+  }
+  return t;
+}
+
+// Fits `model` on `targets` (position features). A model with a warm start (WarmStartable) and
+// warm_steps > 0 starts from `warm`, the last fit of the same phase on no more configs, for at
+// most warm_steps steps, and leaves this fit there.
+template <class S>
+void fit_log_times(S& model, const SearchSpace& space, const LogTimes& targets, std::size_t phase, WarmStart& warm,
+                   std::size_t warm_steps, Rng& rng) {
+  const Eigen::MatrixXd X = position_features(space, targets.configs);
+  const std::size_t n = targets.configs.size();
   if constexpr (WarmStartable<S>) {
     if (warm_steps > 0) {
-      const bool from_last = warm.phase == phase && warm.trials <= trials.size();
-      model.fit_from(X, y, from_last ? warm.log_weights : Eigen::VectorXd(), warm_steps);
-      warm = {phase, trials.size(), model.log_weights()};
+      const bool from_last = warm.phase == phase && warm.trials <= n;
+      model.fit_from(X, targets.y, from_last ? warm.log_weights : Eigen::VectorXd(), warm_steps);
+      warm = {phase, n, model.log_weights()};
       return;
     }
   }
-  model.fit(X, y, rng);
+  model.fit(X, targets.y, rng);
 }
 
 // The candidate of largest log a(x) + log P(ok | x): a the acquisition of the fitted model's
 // log time below `best_log_time` (minimised: a.score(-mean, sd, -best)), sd floored at 1e-9 so
-// that where the model is certain the acquisition stays ordered by the mean. The acquisition is
+// that where the model is certain the acquisition stays ordered by the mean; candidates in
+// `excluded` are skipped (there must be another). The acquisition is
 // of the improvement kind (non-negative: ExpectedImprovement, ProbabilityOfImprovement).
 template <class S, class A>
 std::size_t best_by_acquisition(const S& model, const A& acquisition, double best_log_time, const SearchSpace& space,
-                                const CandidatePool& pool) {
+                                const CandidatePool& pool, std::span<const std::size_t> excluded = {}) {
   Eigen::VectorXd mean, sd;
   model.predict(position_features(space, pool.configs()), mean, sd);
   sd = sd.cwiseMax(1e-9);
   std::size_t pick = 0;
   double pick_score = -std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < pool.size(); ++i) {
+    if (std::find(excluded.begin(), excluded.end(), i) != excluded.end()) continue;
     const auto r = static_cast<Eigen::Index>(i);
     const double a = acquisition.score(-mean(r), sd(r), -best_log_time);
     const double score = std::log(std::max(a, std::numeric_limits<double>::min())) + pool.log_ok()[i];

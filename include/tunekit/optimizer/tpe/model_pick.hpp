@@ -54,7 +54,8 @@ class ModelPick {
   void add(const TpeRound& round, CandidatePool& pool, Rng& rng) {
     if (pool.empty()) return;
     const auto trials = std::span(round.ok).first(std::min(params_.fastest, round.ok.size()));
-    detail::fit_log_times(model_, round.ctx.space, trials, round.phase_start, warm_, params_.warm_steps, rng);
+    detail::fit_log_times(model_, round.ctx.space, detail::log_times(trials), round.phase_start, warm_,
+                          params_.warm_steps, rng);
     pool.nominate(detail::best_by_acquisition(model_, acquisition_, std::log(trials[0]->measurement.mean),
                                               round.ctx.space, pool));
   }

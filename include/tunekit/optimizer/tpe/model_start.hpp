@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <unordered_set>
 #include <utility>
@@ -25,7 +26,8 @@ struct ModelStartParams {
 };
 
 /// The model start: while the phase has fewer than `trials` measured configs, each round measures
-/// one config, the candidate (the local and global sources', and `pool` random ones) of largest
+/// the configs (one, or one per worker: TreeParzenParams::fill_parallel) picked among the
+/// candidates (the local and global sources', and `pool` random ones) of largest
 /// acquisition times P(ok | x) of a surrogate fitted on the log times of the phase's successful
 /// configs. A smooth model learns from every measured config where TPE's good group is one or two
 /// configs so early. By default a RandomForest and a GaussianProcess pick in turns (InTurns, turn
@@ -56,12 +58,25 @@ class ModelStart {
     for (Config& c : extra) pool.add(std::move(c));
   }
 
-  std::size_t pick(const TpeRound& round, const CandidatePool& pool, Rng& rng) {
-    if constexpr (requires { model_.turn(std::size_t{}); }) model_.turn(round.phase_trials);
-    detail::WarmStart none;
-    detail::fit_log_times(model_, round.ctx.space, round.ok, round.phase_start, none, 0, rng);
-    return detail::best_by_acquisition(model_, acquisition_, std::log(round.ok[0]->measurement.mean),
-                                       round.ctx.space, pool);
+  /// `count` distinct candidates, best first: the model is fitted on the phase's successful
+  /// configs and `lies` (configs handed out, not measured yet) at the slowest of their log times,
+  /// and each pick after the first on those and the picks before it (a constant liar), so that a
+  /// batch spreads out.
+  std::vector<std::size_t> pick(const TpeRound& round, const CandidatePool& pool, std::size_t count,
+                                std::span<const Config> lies, Rng& rng) {
+    std::vector<std::size_t> picks;
+    std::vector<Config> told(lies.begin(), lies.end());
+    while (picks.size() < std::min(count, pool.size())) {
+      if constexpr (requires { model_.turn(std::size_t{}); }) model_.turn(round.phase_trials);
+      detail::WarmStart none;
+      detail::fit_log_times(model_, round.ctx.space, detail::log_times(round.ok, told), round.phase_start, none, 0,
+                            rng);
+      const std::size_t i = detail::best_by_acquisition(model_, acquisition_, std::log(round.ok[0]->measurement.mean),
+                                                        round.ctx.space, pool, picks);
+      picks.push_back(i);
+      told.push_back(pool[i]);
+    }
+    return picks;
   }
 
  private:
@@ -74,7 +89,10 @@ class ModelStart {
 struct NoModelStart {
   bool active(const TpeRound&) const noexcept { return false; }
   void add(const TpeRound&, CandidatePool&, Rng&) const noexcept {}
-  std::size_t pick(const TpeRound&, const CandidatePool&, Rng&) const noexcept { return 0; }
+  std::vector<std::size_t> pick(const TpeRound&, const CandidatePool&, std::size_t, std::span<const Config>,
+                                Rng&) const noexcept {
+    return {};
+  }
 };
 
 static_assert(ModelStartPolicy<ModelStart<>>);

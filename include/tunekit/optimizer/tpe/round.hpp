@@ -50,7 +50,9 @@ struct TpeRound {
   std::vector<Config> failed{};
   /// The good group is ok[0, n_good): at least 1, at most ok.size() - 1.
   std::size_t n_good = 0;
-  /// The configs of the others: ok[n_good, ...), then the pending ones (by flat index).
+  /// The configs handed out and not measured yet, by flat index.
+  std::vector<Config> pending{};
+  /// The configs of the others: ok[n_good, ...), then the pending ones.
   std::vector<Config> others{};
   /// Whether the round belongs to the model start (ModelStart::active).
   bool model_start = false;
@@ -66,7 +68,8 @@ struct TpeRound {
         ok(successes(context.history, start)),
         failed(failures(context.history)),
         n_good(good_count(ok.size(), params)),
-        others(other_configs(context, ok, n_good)),
+        pending(pending_configs(context)),
+        others(other_configs(ok, n_good, pending)),
         good_density(context.space, good_configs(ok, n_good), {}, params.parzen),
         other_density(context.space, others, {}, params.parzen) {}
 
@@ -104,15 +107,20 @@ struct TpeRound {
     for (std::size_t i = 0; i < n_good; ++i) good.push_back(ok[i]->config);
     return good;
   }
-  static std::vector<Config> other_configs(const SearchContext& ctx, const std::vector<const Trial*>& ok,
-                                           std::size_t n_good) {
-    std::vector<Config> others;
-    for (std::size_t i = n_good; i < ok.size(); ++i) others.push_back(ok[i]->config);
+  static std::vector<Config> pending_configs(const SearchContext& ctx) {
     std::vector<std::uint64_t> pending;  // ascending, so that sums do not depend on hashing order
     for (std::uint64_t idx : ctx.visited)
       if (!ctx.history.contains(idx)) pending.push_back(idx);
     std::sort(pending.begin(), pending.end());
-    for (std::uint64_t idx : pending) others.push_back(ctx.space.from_index(idx));
+    std::vector<Config> configs;
+    for (std::uint64_t idx : pending) configs.push_back(ctx.space.from_index(idx));
+    return configs;
+  }
+  static std::vector<Config> other_configs(const std::vector<const Trial*>& ok, std::size_t n_good,
+                                           const std::vector<Config>& pending) {
+    std::vector<Config> others;
+    for (std::size_t i = n_good; i < ok.size(); ++i) others.push_back(ok[i]->config);
+    others.insert(others.end(), pending.begin(), pending.end());
     return others;
   }
 };

@@ -110,7 +110,7 @@ class _Parameter:
         if self.fixed:
             return None
         if self.kind == "boolean":
-            return int(bool(self.values[i]))
+            return bool(self.values[i])
         if self.kind in ("ordinal", "power_of_two"):
             return self.values[i]
         if self.kind == "rank":

@@ -33,7 +33,7 @@ measurement is its compile, verification and benchmark time.
 
 import math
 
-from . import _tunekit
+from . import _checks, _tunekit
 
 # The strategy_options Kernel Tuner passes to every strategy (strategies/common.py: get_options).
 _ACCEPTED_OPTIONS = ("max_fevals", "time_limit", "x0", "searchspace_construction_options")
@@ -207,18 +207,6 @@ def _measurement(result, objective):
     return _tunekit.Measurement.from_samples([mean], cost)
 
 
-def _seed_of(value, what):
-    """value as a tunekit seed (an int in [0, 2**64)); None stays None. TypeError or ValueError
-    naming `what` otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int in [0, 2**64) or None, not {value!r}")
-    if not 0 <= value < 2**64:
-        raise ValueError(f"{what} must be an int in [0, 2**64) or None, not {value!r}")
-    return value
-
-
 class Strategy:
     """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET,
     tpe-gp-rf-restarts) as a Kernel Tuner strategy.
@@ -244,13 +232,9 @@ class Strategy:
     """
 
     def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=None, plan_size=64):
-        if not isinstance(preset, str) or preset not in _tunekit.preset_names():
-            raise ValueError(f"unknown tuner preset {preset!r} (available: {', '.join(_tunekit.preset_names())})")
-        self.seed = _seed_of(seed, "Strategy: seed")
-        if isinstance(plan_size, bool) or not isinstance(plan_size, int) or plan_size < 1:
-            raise ValueError(f"Strategy: plan_size must be an int >= 1, not {plan_size!r}")
-        self.preset = preset
-        self.plan_size = plan_size
+        self.preset = _checks.preset(preset, "Strategy")
+        self.seed = _checks.seed(seed, "Strategy", allow_none=True)
+        self.plan_size = _checks.positive_int(plan_size, "Strategy", "plan_size")
         self.last_seed = None
         self.tuner = None
 
@@ -261,7 +245,7 @@ class Strategy:
         """The seed of this run (the class's seed rule)."""
         if self.seed is not None:
             return self.seed
-        seed = _seed_of(tuning_options.get("seed"), "tune_kernel's seed")
+        seed = _checks.seed(tuning_options.get("seed"), "tune_kernel", allow_none=True)
         if seed is not None:
             return seed
         import numpy

@@ -56,9 +56,12 @@ class CMakeBuild(build_ext):
         shutil.copyfile(built[0], target)
 
 
+# setuptools' own build files (and the egg-info) go to build/pip too, out of the source tree.
+PIP_DIR = ROOT / "build" / "pip"
+PIP_DIR.mkdir(parents=True, exist_ok=True)
 setup(
     version=version(),
     ext_modules=[CMakeExtension("tunekit._tunekit")],
     cmdclass={"build_ext": CMakeBuild},
-    options={"build": {"build_base": "build/pip"}, "egg_info": {"egg_base": "build/pip"}},
+    options={"build": {"build_base": str(PIP_DIR)}, "egg_info": {"egg_base": str(PIP_DIR)}},
 )

@@ -9,6 +9,7 @@
 // is reachable by its name. The GIL is released while a tuner searches
 // (ask, tune, replay); a Python constraint takes it back for each call.
 
+#include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -28,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <type_traits>
 #include <stdexcept>
 #include <string>
@@ -85,10 +87,15 @@ struct PythonCallable {
   }
 };
 
+// The dict type of the values a Python constraint sees (ConfigValues, defined at the module's
+// start; a reference kept for the interpreter's life).
+PyObject* config_values_type = nullptr;
+
 // A knob's value as Python sees it.
 py::object knob_value(const Knob& k, std::size_t i) {
   if (k.labelled()) return py::str(k.label(i));  // categorical and ranked knobs
   if (k.kind() == KnobKind::split) return py::tuple(py::cast(k.factors(i)));
+  if (k.kind() == KnobKind::boolean) return py::bool_(k.value(i) != 0);
   return py::int_(k.value(i));
 }
 
@@ -179,13 +186,15 @@ struct PySpace {
   }
 
   void add_python_constraint(std::string description, py::function fn) {
-    space.add_constraint(std::move(description), python_predicate(std::move(fn)));
+    std::string what = "constraint '" + description + "'";
+    space.add_constraint(std::move(description), python_predicate(std::move(fn), std::move(what)));
   }
 
   // A predicate over a ConfigView that calls fn with a dict of the knobs and constants added
-  // so far; what fn raises is kept in `errors` and the predicate answers false. Such a predicate
-  // is not a pure function of the config, so the space keeps no validity bits.
-  tunekit::Constraint::Predicate python_predicate(py::function fn) {
+  // so far (a ConfigValues: looking up another name is a ValueError naming `what`, the name and
+  // the names it has); what fn raises is kept in `errors` and the predicate answers false. Such
+  // a predicate is not a pure function of the config, so the space keeps no validity bits.
+  tunekit::Constraint::Predicate python_predicate(py::function fn, std::string what) {
     space.keep_validity_bits(false);
     // What the predicate sees: the knobs and constants added before it.
     struct Names {
@@ -197,16 +206,19 @@ struct PySpace {
     for (const auto& k : space.constants()) names->constants.push_back(k.name);
     auto callable = std::make_shared<PythonCallable>(std::move(fn));
     auto slot = errors;
-    return [callable, slot, names](const tunekit::ConfigView& v) -> bool {
+    return [callable, slot, names, what = std::move(what)](const tunekit::ConfigView& v) -> bool {
       py::gil_scoped_acquire gil;
       if (slot->failed()) return false;
       try {
-        py::dict d;
+        py::object d = py::reinterpret_borrow<py::object>(config_values_type)();
+        d.attr("what") = what;
         for (const auto& [name, kind] : names->knobs) {
           if (kind == KnobKind::categorical)
             d[py::str(name)] = py::str(v.label(name));
           else if (kind == KnobKind::split)
             d[py::str(name)] = py::tuple(py::cast(v.factors(name)));
+          else if (kind == KnobKind::boolean)
+            d[py::str(name)] = py::bool_(v[name] != 0);
           else
             d[py::str(name)] = py::int_(v[name]);
         }
@@ -375,6 +387,11 @@ std::unique_ptr<AnyTuner> make_tuner(const std::string& preset, tunekit::SearchS
 
 // A tuner of a preset over a Python space, its own generator, and an optional log of what it is
 // told. Its mutex serialises calls from several Python threads (ask runs without the GIL).
+//
+// A log holds one run of a task: the tuner writes to a log (its own, or tune's) only once it has
+// the log's records of its task, taken with resume (or Tuner(log=..., resume=True)) or written by
+// itself; a log that holds records of the task that it has not is refused (ValueError saying
+// what to do), so that a second run never appends a second copy of the first one.
 struct PyTuner {
   PySpace space;
   std::string preset;
@@ -382,9 +399,35 @@ struct PyTuner {
   Rng rng;
   tunekit::TunerOptions options;
   std::unique_ptr<tunekit::RecordWriter> log;
+  std::filesystem::path log_path;
+  // The logs (by canonical path) whose records of the task the tuner has or wrote.
+  std::set<std::filesystem::path> taken_logs;
   mutable std::mutex mutex;
 
   PyTrial tell(const py::handle& config, Measurement m);
+
+  static std::filesystem::path key(const std::filesystem::path& p) {
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(p));
+  }
+  // The records of the tuner's task (of every task when it has no name) in a log; 0 for a
+  // missing or empty one.
+  std::size_t task_records(const std::filesystem::path& p) const {
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec) || std::filesystem::file_size(p, ec) == 0) return 0;
+    return tunekit::read_records(p, space.space, options.task, nullptr).size();
+  }
+  std::string task_text() const {
+    return options.task.empty() ? std::string("any task") : "task '" + options.task + "'";
+  }
+  // Throws the refusal for a log that holds records of the task that the tuner has not taken.
+  void check_log(const std::filesystem::path& p) const {
+    if (taken_logs.contains(key(p))) return;
+    if (const std::size_t n = task_records(p); n > 0)
+      throw py::value_error("log '" + p.string() + "' already holds " + std::to_string(n) + " records of " +
+                            task_text() + " that this tuner has not taken: call tuner.resume('" + p.string() +
+                            "', exact=True) before tune() to continue that run (nothing is measured twice), "
+                            "or log to another file");
+  }
 };
 
 // Holds a tuner's mutex, taken with the GIL released: a thread that holds the mutex and waits for
@@ -399,6 +442,7 @@ struct TunerLock {
 };
 
 PyTrial PyTuner::tell(const py::handle& config, Measurement m) {
+  // Any valid config not told before, asked or not (docs/python.md).
   {
     TunerLock locked(*this);
     const Config c = space.config(config);
@@ -409,13 +453,29 @@ PyTrial PyTuner::tell(const py::handle& config, Measurement m) {
   }
 }
 
-// What Tuner.tune returns to Python.
-py::dict tune_result(const PyTuner& t, const tunekit::TuneResult& r) {
+// What Tuner.tune returns to Python, and (empty when there is none) the warning of a run in
+// which every config failed, with the first failure.
+std::pair<py::dict, std::string> tune_result(const PyTuner& t, const tunekit::TuneResult& r) {
   py::dict d;
   d["trials"] = r.trials;
   d["reason"] = std::string(tunekit::to_string(r.reason));
   d["best"] = r.best ? py::cast(to_py(t.space, *r.best)) : py::none();
-  return d;
+  std::string warning;
+  const tunekit::History& h = t.tuner->history();
+  if (!r.best && !h.empty()) {
+    const tunekit::Trial& first = h[0];
+    warning = "Tuner.tune: every one of the " + std::to_string(h.size()) +
+              " configs measured failed, so there is no best; the first, " + t.space.space.describe(first.config) +
+              ": " + std::string(tunekit::to_string(first.measurement.status)) +
+              (first.measurement.error.empty() ? std::string() : ": " + first.measurement.error);
+  }
+  return {std::move(d), std::move(warning)};
+}
+
+// Tuner.tune's end: the result, after the warning of a run in which every config failed.
+py::dict tune_end(std::pair<py::dict, std::string> r) {
+  if (!r.second.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, r.second.c_str(), 1) != 0) throw py::error_already_set();
+  return std::move(r.first);
 }
 
 // The config of a replay kernel's space from a dict or index list.
@@ -438,6 +498,18 @@ PYBIND11_MODULE(_tunekit, m) {
   m.doc() = "tunekit: ML-guided auto-tuning (C++20) from Python; see docs/python.md";
 
   py::register_exception<tunekit::DatasetError>(m, "DatasetError", PyExc_ValueError);
+
+  py::exec(R"py(
+class ConfigValues(dict):
+    """The knobs and constants a constraint sees, by name; another name is a ValueError that says
+    which names there are."""
+    __slots__ = ("what",)
+
+    def __missing__(self, key):
+        raise ValueError(f"{self.what} looks up {key!r}, which is no knob or constant added before it "
+                         f"(it sees: {', '.join(self) or 'nothing'})")
+)py", m.attr("__dict__"));
+  config_values_type = py::object(m.attr("ConfigValues")).release().ptr();  // kept for the module's life
   py::register_exception<tunekit::RecordError>(m, "RecordError", PyExc_ValueError);
 
   py::enum_<tunekit::Status>(m, "Status", "Outcome of measuring one configuration")
@@ -525,7 +597,9 @@ PYBIND11_MODULE(_tunekit, m) {
            "A constraint: predicate(values) -> bool over a dict of the knobs and constants added before it")
       .def("add_inactive", [](PySpace& s, std::string knob, std::string value, std::string when_description,
                               py::function when) -> PySpace& {
-             s.space.add_inactive(knob, value, std::move(when_description), s.python_predicate(std::move(when)));
+             std::string what = "the condition '" + when_description + "' of inactive knob '" + knob + "'";
+             s.space.add_inactive(knob, value, std::move(when_description),
+                                  s.python_predicate(std::move(when), std::move(what)));
              return s;
            }, py::arg("knob"), py::arg("value"), py::arg("when_description"), py::arg("when"),
            py::return_value_policy::reference_internal,
@@ -599,7 +673,7 @@ PYBIND11_MODULE(_tunekit, m) {
   py::class_<PyTuner>(m, "Tuner", "A preset's tuner (preset_names() lists them) over a search space, driven by ask/tell")
       .def(py::init([](const PySpace& space, const std::string& preset, std::size_t trials, double seconds,
                        std::size_t plan_size, std::uint64_t seed, std::string task, std::string device,
-                       std::optional<std::filesystem::path> log) {
+                       std::optional<std::filesystem::path> log, bool resume) {
              tunekit::TunerOptions o{.budget = {.trials = trials, .seconds = seconds},
                                      .plan_size = plan_size,
                                      .task = std::move(task),
@@ -610,12 +684,26 @@ PYBIND11_MODULE(_tunekit, m) {
              t->tuner = make_tuner(preset, space.space, o);
              t->rng = Rng(seed);
              t->options = o;
-             if (log) t->log = std::make_unique<tunekit::RecordWriter>(*log);
+             if (resume && !log) throw py::value_error("Tuner: resume=True resumes from log=, and no log was given");
+             if (log) {
+               if (const std::size_t n = t->task_records(*log); n > 0) {
+                 if (!resume)
+                   throw py::value_error("log '" + log->string() + "' already holds " + std::to_string(n) +
+                                         " records of " + t->task_text() + ": Tuner(..., log='" + log->string() +
+                                         "', resume=True) continues that run from them (nothing is measured "
+                                         "twice), or log to another file");
+                 t->tuner->resume(*log, t->options.task, /*exact=*/false);
+               }
+               t->log = std::make_unique<tunekit::RecordWriter>(*log);
+               t->log_path = *log;
+               t->taken_logs.insert(PyTuner::key(*log));
+             }
              return t;
            }),
            py::arg("space"), py::arg("preset") = std::string(tunekit::default_preset), py::kw_only(), py::arg("trials") = 1000,
            py::arg("seconds") = std::numeric_limits<double>::infinity(), py::arg("plan_size") = 64,
-           py::arg("seed") = 0, py::arg("task") = "", py::arg("device") = "", py::arg("log") = py::none())
+           py::arg("seed") = 0, py::arg("task") = "", py::arg("device") = "", py::arg("log") = py::none(),
+           py::arg("resume") = false)
       .def_readonly("preset", &PyTuner::preset)
       .def_property_readonly("space", [](const PyTuner& t) { return t.space; })
       .def("ask", [](PyTuner& t, std::size_t n, Rng* rng) {
@@ -628,7 +716,9 @@ PYBIND11_MODULE(_tunekit, m) {
       }, py::arg("n") = 1, py::arg("rng") = nullptr,
          "Up to n configs to measure (dicts), from the tuner's generator or rng; the GIL is released meanwhile")
       .def("tell", &PyTuner::tell, py::arg("config"), py::arg("measurement"),
-           "Records a measurement (and appends it to the log, if any); returns the Trial")
+           "Records a measurement (and appends it to the log, if any); returns the Trial. Any valid config not "
+           "told before is taken, asked or not (one not asked, e.g. a known good config, counts as a trial like "
+           "the others and is not asked again); a config told before or invalid is a ValueError")
       .def_property_readonly("history", [](const PyTuner& t) {
         TunerLock locked(t);
         std::vector<PyTrial> out;
@@ -649,7 +739,9 @@ PYBIND11_MODULE(_tunekit, m) {
       .def_property_readonly("measurement_seconds", [](const PyTuner& t) { TunerLock locked(t); return t.tuner->measurement_seconds(); })
       .def("resume", [](PyTuner& t, const std::filesystem::path& path, std::optional<std::string> task, bool exact) {
         TunerLock locked(t);
-        return t.tuner->resume(path, task.value_or(t.options.task), exact);
+        const std::size_t n = t.tuner->resume(path, task.value_or(t.options.task), exact);
+        t.taken_logs.insert(PyTuner::key(path));
+        return n;
       }, py::arg("path"), py::arg("task") = py::none(), py::arg("exact") = false,
          "Takes the records of the task (default: the tuner's) from a log: told at once, or with exact=True "
          "kept for tune() to re-run the search up to where the log ends")
@@ -660,23 +752,34 @@ PYBIND11_MODULE(_tunekit, m) {
         return t.tuner->evaluate(k, x, rng);
       }, py::arg("kernel"), py::arg("config"), py::arg("rng"), "Measures a config on a replay kernel with the preset's evaluator")
       .def("tune", [](PyTuner& t, tunekit::ReplayKernel& k, Rng* rng, std::optional<std::string> log) {
-        TunerLock locked(t);
-        const std::string path = log.value_or("");
-        const tunekit::TuneResult r =
-            checked(t.space.errors, [&] { return t.tuner->tune(k, rng ? *rng : t.rng, path); }, /*release=*/true);
-        return tune_result(t, r);
+        return tune_end([&] {
+          TunerLock locked(t);
+          const std::string path = log.value_or(t.log_path.string());
+          if (!path.empty()) t.check_log(path);
+          const tunekit::TuneResult r =
+              checked(t.space.errors, [&] { return t.tuner->tune(k, rng ? *rng : t.rng, path); }, /*release=*/true);
+          if (!path.empty()) t.taken_logs.insert(PyTuner::key(path));
+          return tune_result(t, r);
+        }());
       }, py::arg("kernel"), py::arg("rng") = nullptr, py::arg("log") = py::none(),
-         "Tunes a replay kernel to the budget (C++ Tuner::tune; the GIL is released)")
+         "Tunes a replay kernel to the budget (C++ Tuner::tune; the GIL is released), logging to log (default: "
+         "the tuner's log, if any)")
       .def("tune", [](PyTuner& t, py::function run, Rng* rng, std::optional<std::string> log, double flop) {
-        TunerLock locked(t);
-        PyKernel kernel{&t.space, flop, std::make_shared<PythonCallable>(std::move(run))};
-        const std::string path = log.value_or("");
-        const tunekit::TuneResult r =
-            checked(t.space.errors, [&] { return t.tuner->tune(kernel, rng ? *rng : t.rng, path); }, /*release=*/true);
-        return tune_result(t, r);
+        return tune_end([&] {
+          TunerLock locked(t);
+          PyKernel kernel{&t.space, flop, std::make_shared<PythonCallable>(std::move(run))};
+          const std::string path = log.value_or(t.log_path.string());
+          if (!path.empty()) t.check_log(path);
+          const tunekit::TuneResult r =
+              checked(t.space.errors, [&] { return t.tuner->tune(kernel, rng ? *rng : t.rng, path); }, /*release=*/true);
+          if (!path.empty()) t.taken_logs.insert(PyTuner::key(path));
+          return tune_result(t, r);
+        }());
       }, py::arg("run"), py::arg("rng") = nullptr, py::arg("log") = py::none(), py::arg("flop") = 0.0,
          "Tunes a kernel written in Python to the budget with the preset's evaluator (C++ Tuner::tune): "
-         "run(config, runs) returns the seconds of each run, or a Status or (Status, message) for a failure");
+         "run(config, runs) returns the seconds of each run, or a Status or (Status, message) for a failure; "
+         "logs to log (default: the tuner's log, if any); warns (RuntimeWarning) with the first error when every "
+         "config failed");
 
   m.def("replay", [](const tunekit::ReplayKernel& kernel, const std::string& preset, std::size_t budget,
                      std::uint64_t seed, std::size_t plan_size) {

@@ -20,6 +20,8 @@ packages=(
   ocl-icd-opencl-dev              # oneDNN's CMake package requires OpenCL (its GPU runtime)
   python3-dev pybind11-dev        # the Python module (python/), built with /usr/bin/python3
   python3-pytest                  # its tests (tests/python)
+  python3-venv python3-setuptools python3-wheel
+                                  # pip install of the module in a venv, offline (docs/python.md)
   python3-numpy python3-scipy python3-jsonschema python3-xmltodict python3-packaging
                                   # the vendored Kernel Tuner (shared/vendor/README.md)
   python3-optuna                  # tunekit.optuna.Sampler and its tests

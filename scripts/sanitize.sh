@@ -77,6 +77,8 @@ if [[ $what == address || $what == all ]]; then
   #   package (a CMake packaging check, built without sanitizers); nothing of it is instrumented.
   # - compile_fail.*: they only run the compiler (-fsyntax-only) on files that must not compile;
   #   nothing of them is instrumented.
+  # - docs.getting_started_build: like consumer.*, it builds docs/getting-started.md's program with
+  #   the page's g++ line and CMake project, without sanitizers; nothing of it is instrumented.
   # - the multi-seed statistical comparisons ("... beat(s) random search ...", 8 cases, and three
   #   more: Chameleon's escape on convolution_A4000 over 15 seeds, the bandit's slot allocation,
   #   the multi-task schedulers' time to 1.05x): 120 s in Release, about 13 minutes under ASan on
@@ -96,7 +98,7 @@ if [[ $what == address || $what == all ]]; then
   #   handlers would catch those signals and exit(1) instead.
   crash_test='^Isolated: crashing, hanging and wrong configs'
   statistical='beats? random search|^tpe-local beats the presets|^tpe-gp-rf beats the presets|^tpe-gp-rf-restarts: |^on convolution_A4000 Chameleon escapes|^the bandit scheduler spends most slots|^multi-task replay: the schedulers against sequential|^multi-task replay: confirming each task|^tpe-gp finds fast configs sooner than tpe-local|^TreeParzen: restarts give a run that locked'
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -E "^consumer\.|^compile_fail\.|$statistical|$crash_test"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -E "^consumer\.|^compile_fail\.|^docs\.getting_started_build$|$statistical|$crash_test"
   ASAN_OPTIONS=$ASAN_OPTIONS:handle_segv=0:handle_sigfpe=0 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$crash_test"
 fi

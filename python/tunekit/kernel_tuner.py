@@ -17,10 +17,13 @@ anything else: a categorical knob) and a membership constraint that admits exact
 valid configurations (its restrictions and the device's limits, as its Searchspace built them).
 The preset's tuner then asks for configs and is told what Kernel Tuner's runner measured,
 through Kernel Tuner's own CostFunc, so its budget (strategy_options max_fevals and time_limit),
-its cache and simulation mode work as for its own strategies.
+its cache and simulation mode work as for its own strategies. The rounds are Tuner.tune's: the
+tuner is asked for plan_size configs (at most the max_fevals left), each is measured and told, and
+it is asked again. Strategy's docstring has the seed rule and when a run makes tunekit-replay's
+trials.
 
 What the tuner is told: for the objective "time" (Kernel Tuner's default, in ms, lower is better)
-that time as the mean time; for any other objective a positive monotone transform of its value
+that time in seconds (ms * 1e-3, as tunekit-replay reads a cache) as the mean time; for any other objective a positive monotone transform of its value
 v, exp(asinh(v)) to minimise and exp(-asinh(v)) to maximise (finite for any finite v), so that
 tunekit's "lower mean time is better" ranks configurations as the objective does. A configuration Kernel Tuner reports as
 failed (CompilationFailedConfig, RuntimeFailedConfig, InvalidConfig) is a failed measurement
@@ -30,7 +33,7 @@ measurement is its compile, verification and benchmark time.
 
 import math
 
-from . import _tunekit
+from . import _checks, _tunekit
 
 # The strategy_options Kernel Tuner passes to every strategy (strategies/common.py: get_options).
 _ACCEPTED_OPTIONS = ("max_fevals", "time_limit", "x0", "searchspace_construction_options")
@@ -107,7 +110,7 @@ class _Parameter:
         if self.fixed:
             return None
         if self.kind == "boolean":
-            return int(bool(self.values[i]))
+            return bool(self.values[i])
         if self.kind in ("ordinal", "power_of_two"):
             return self.values[i]
         if self.kind == "rank":
@@ -197,7 +200,7 @@ def _measurement(result, objective):
         if value <= 0:
             return _tunekit.Measurement.failure(_tunekit.Status.runtime_error,
                                                 f"Kernel Tuner: time {value!r} ms is not positive", cost)
-        mean = float(value)
+        mean = float(value) * 1e-3  # in seconds, as tunekit-replay reads the cache's ms
     else:
         mean = math.exp(-math.asinh(value) if higher_is_better else math.asinh(value))
         mean = min(max(mean, 1e-300), 1e300)
@@ -208,25 +211,46 @@ class Strategy:
     """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET,
     tpe-gp-rf-restarts) as a Kernel Tuner strategy.
 
-    seed: the tuner's generator seed. Same seed, space and measurements: same configs; on a recorded
-    space whose cache answers each config with one time, Strategy(preset, seed=s) measures the
-    configs tunekit-replay --tuner preset measures with seed s (tests/python/test_kernel_tuner.py).
-    batch: configs asked from the tuner at a time (1: every measurement informs the next ask).
+    seed: the tuner's generator seed, or None (the default) for the seed rule below.
+    plan_size: configs asked from the tuner per round, as Tuner.tune and tunekit-replay
+    --plan-size ask them (64; the tunekit searches (tpe-*) hand out one config a round before 100
+    trials whatever it is, the model-based presets refit their model once a round).
+
+    Seeds, as Kernel Tuner's own strategies and its `tune_kernel(seed=...)` have them: the first
+    of Strategy(seed=s), tune_kernel(..., seed=s), or (neither given) a draw from numpy's global
+    generator at the start of each tune_kernel, so that `numpy.random.seed(s)` before
+    tune_kernel makes a run reproducible and unseeded runs differ. `last_seed` is the seed of the
+    last run.
+
+    Same seed, space and measurements: same configs. On a recorded space whose cache answers each
+    config with one time (simulation mode), every preset measures the configs, in the same order,
+    that `tunekit-replay --tuner PRESET --budget max_fevals --plan-size plan_size` measures with
+    that seed on the same cache (tests/python/test_kernel_tuner.py checks each preset), unless
+    x0 is given (measured first, it is a trial the replay does not make) or time_limit stops the
+    run first.
     After tune_kernel, `tuner` is the tunekit Tuner of the last run (its history and best).
     """
 
-    def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=0, batch=1):
-        if preset not in _tunekit.preset_names():
-            raise ValueError(f"unknown tuner preset '{preset}' (available: {', '.join(_tunekit.preset_names())})")
-        if batch < 1:
-            raise ValueError("Strategy: batch must be at least 1")
-        self.preset = preset
-        self.seed = seed
-        self.batch = batch
+    def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=None, plan_size=64):
+        self.preset = _checks.preset(preset, "Strategy")
+        self.seed = _checks.seed(seed, "Strategy", allow_none=True)
+        self.plan_size = _checks.positive_int(plan_size, "Strategy", "plan_size")
+        self.last_seed = None
         self.tuner = None
 
     def __repr__(self):
-        return f"tunekit.kernel_tuner.Strategy({self.preset!r}, seed={self.seed}, batch={self.batch})"
+        return f"tunekit.kernel_tuner.Strategy({self.preset!r}, seed={self.seed}, plan_size={self.plan_size})"
+
+    def _run_seed(self, tuning_options):
+        """The seed of this run (the class's seed rule)."""
+        if self.seed is not None:
+            return self.seed
+        seed = _checks.seed(tuning_options.get("seed"), "tune_kernel", allow_none=True)
+        if seed is not None:
+            return seed
+        import numpy
+
+        return int(numpy.random.randint(0, 2**32, dtype=numpy.uint64))
 
     def tune(self, searchspace, runner, tuning_options):
         from kernel_tuner.strategies.common import CostFunc
@@ -239,6 +263,7 @@ class Strategy:
         objective = _single_objective(tuning_options)
         if searchspace.size == 0:
             raise ValueError("Kernel Tuner's search space has no valid configuration")
+        seed = self.last_seed = self._run_seed(tuning_options)
 
         mapping = SearchSpaceMap(searchspace)
         cost_func = CostFunc(searchspace, tuning_options, runner, snap=False)
@@ -270,17 +295,20 @@ class Strategy:
                 pass
             return cost_func.results
 
-        self.tuner = tuner = _tunekit.Tuner(mapping.space, self.preset, trials=searchspace.size,
-                                            plan_size=self.batch)
-        # The generator as Tuner::tune uses it (its first draw seeds the measurements), so that seed
+        # The trial budget tunekit-replay --budget gives: max_fevals (Kernel Tuner caps it at the
+        # space's size), or the whole space.
+        budget = getattr(tuning_options.get("budget"), "max_fevals", None) or options.get("max_fevals")
+        trials = min(searchspace.size, budget) if budget else searchspace.size
+        self.tuner = tuner = _tunekit.Tuner(mapping.space, self.preset, trials=trials, plan_size=self.plan_size)
+        # The generator as Tuner.tune uses it (its first draw seeds the measurements), so that seed
         # s searches as tunekit-replay's seed s does when both are told the same measurements.
-        rng = _tunekit.Rng(self.seed)
+        rng = _tunekit.Rng(seed)
         rng()
         try:
             if x0 is not None:
                 measure(list(x0), mapping.encode(tuple(x0)))
-            while True:
-                batch = tuner.ask(self.batch, rng)
+            while True:  # Tuner.tune's rounds: ask plan_size (at most the trials left), measure each
+                batch = tuner.ask(self.plan_size, rng)
                 if not batch:
                     break
                 for values in batch:

@@ -33,7 +33,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.trial import TrialState
 
-from . import _tunekit
+from . import _checks, _tunekit
 
 
 def _check_distribution(name, distribution):
@@ -102,10 +102,8 @@ class Sampler(BaseSampler):
     """
 
     def __init__(self, preset=_tunekit.DEFAULT_PRESET, *, seed=0):
-        if preset not in _tunekit.preset_names():
-            raise ValueError(f"unknown tuner preset '{preset}' (available: {', '.join(_tunekit.preset_names())})")
-        self.preset = preset
-        self.seed = seed
+        self.preset = _checks.preset(preset, "Sampler")
+        self.seed = _checks.seed(seed, "Sampler")
         self._random = RandomSampler(seed=seed)
         self._rng = _tunekit.Rng(seed)
         self._space = None

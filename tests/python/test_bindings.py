@@ -428,3 +428,123 @@ def test_keyboard_interrupt_stops_a_python_kernel_and_is_not_logged(tmp_path, co
     with pytest.raises(KeyboardInterrupt):
         tk.Tuner(s, trials=30, task="t").tune(run, log=str(log))
     assert len(log.read_text().splitlines()) == 2
+
+
+def test_an_existing_log_is_resumed_or_refused_never_appended_to(tmp_path):
+    """Tuner(log=...) on a log that holds records of its task refuses it, saying what to do, unless
+    resume=True (then it continues from them); tune(log=...) refuses one the tuner has not taken."""
+    s = small_space()
+    log = tmp_path / "run.jsonl"
+
+    def ask_tell(tuner):
+        while not tuner.budget_spent:
+            for c in tuner.ask(4):
+                tuner.tell(c, tk.Measurement.from_samples([cost(c)]))
+
+    ask_tell(tk.Tuner(s, "tpe-local", trials=12, seed=1, task="small", log=log))
+    assert len(log.read_text().splitlines()) == 12
+    with pytest.raises(ValueError, match=r"already holds 12 records of task 'small': Tuner\(\.\.\., log='.*run\.jsonl', "
+                                         r"resume=True\) continues that run from them"):
+        tk.Tuner(s, "tpe-local", trials=12, seed=1, task="small", log=log)
+    assert len(log.read_text().splitlines()) == 12
+    again = tk.Tuner(s, "tpe-local", trials=20, seed=1, task="small", log=log, resume=True)
+    assert len(again.history) == 12
+    ask_tell(again)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 20 and len({json.dumps(json.loads(x)["config"]) for x in lines}) == 20
+    # Another task's tuner appends to the same log; resume=True without a log is an error.
+    tk.Tuner(s, "random", trials=3, task="other", log=log).tell(s.values([0, 0, 0, 0]), tk.Measurement.from_samples([1.0]))
+    with pytest.raises(ValueError, match="resume=True resumes from log="):
+        tk.Tuner(s, resume=True)
+
+    # tune(log=...): refused until the tuner took the log's records, then continued.
+    def run(config, runs):
+        return [cost(config) * 1e-3] * runs
+
+    tlog = tmp_path / "tune.jsonl"
+    tk.Tuner(s, "tpe-local", trials=10, task="t").tune(run, tk.Rng(3), log=str(tlog))
+    fresh = tk.Tuner(s, "tpe-local", trials=16, task="t")
+    with pytest.raises(ValueError, match=r"already holds 10 records of task 't' that this tuner has not taken: call "
+                                         r"tuner\.resume\('.*tune\.jsonl', exact=True\) before tune\(\)"):
+        fresh.tune(run, tk.Rng(3), log=str(tlog))
+    assert len(tlog.read_text().splitlines()) == 10
+    fresh.resume(tlog, exact=True)
+    fresh.tune(run, tk.Rng(3), log=str(tlog))
+    assert len(tlog.read_text().splitlines()) == 16
+    # The tuner's own log is tune's default.
+    own = tmp_path / "own.jsonl"
+    tk.Tuner(s, "tpe-local", trials=6, task="t", log=own).tune(run, tk.Rng(3))
+    assert len(own.read_text().splitlines()) == 6
+
+
+def test_a_run_in_which_every_config_fails_warns_with_the_first_error():
+    s = small_space()
+
+    def run(config, runs):
+        raise RuntimeError("no device")
+
+    with pytest.warns(RuntimeWarning, match=r"every one of the 5 configs measured failed, so there is no best; the "
+                                            r"first, bx=.*: runtime_error: Python: RuntimeError: no device"):
+        result = tk.Tuner(s, "random", trials=5).tune(run)
+    assert result["best"] is None and result["trials"] == 5
+    # One success: no warning.
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        calls = []
+
+        def one_ok(config, runs):
+            calls.append(config)
+            if len(calls) > 4:
+                raise RuntimeError("no device")
+            return [1e-3] * runs
+
+        assert tk.Tuner(s, "random", trials=5).tune(one_ok)["best"] is not None
+
+
+def test_tell_of_a_config_never_asked_is_a_trial_like_the_others():
+    """The documented rule: tell takes any valid config not told before, asked or not."""
+    s = small_space()
+    tuner = tk.Tuner(s, "random", trials=4, seed=1)
+    known = {"bx": 32, "u": 4, "alg": "b", "tile": (4, 4)}
+    tuner.tell(known, tk.Measurement.from_samples([1e-3]))
+    assert len(tuner.history) == 1 and tuner.best.config == known and tuner.pending == 0
+    asked = tuner.ask(10)
+    assert len(asked) == 3 and known not in asked  # the budget counts it, and it is not asked again
+    with pytest.raises(ValueError, match="config already measured"):
+        tuner.tell(known, tk.Measurement.from_samples([1e-3]))
+    with pytest.raises(ValueError, match="violates the constraints"):
+        tuner.tell({"bx": 64, "u": 8, "alg": "b", "tile": (4, 4)}, tk.Measurement.from_samples([1e-3]))
+
+
+def test_a_boolean_knob_is_a_bool():
+    s = tk.SearchSpace().add_boolean("unroll").add_range("u", 1, 4)
+    seen = []
+    s.add_constraint("not (unroll and u == 4)", lambda v: seen.append(v["unroll"]) or not (v["unroll"] and v["u"] == 4))
+    assert s.knob_values("unroll") == [False, True]
+    assert all(type(v) is bool for v in seen + [s.sample(tk.Rng(1))["unroll"]]) and seen
+    tuner = tk.Tuner(s, "grid", trials=10)
+    configs = tuner.ask(10)
+    assert {type(c["unroll"]) for c in configs} == {bool} and len(configs) == 7
+    for c in configs:
+        tuner.tell(c, tk.Measurement.from_samples([1.0 + c["u"]]))
+    assert type(tuner.best.config["unroll"]) is bool
+    # True/False and 1/0 both name a value.
+    assert s.indices({"unroll": True, "u": 2}) == s.indices({"unroll": 1, "u": 2}) == [1, 1]
+
+
+def test_a_constraint_naming_an_unknown_knob_says_so():
+    s = tk.SearchSpace().add_range("u", 1, 4).add_constant("n", 8)
+    s.add_constraint("u * bx <= n", lambda v: v["u"] * v["bx"] <= v["n"])
+    with pytest.raises(ValueError, match=r"^constraint 'u \* bx <= n' looks up 'bx', which is no knob or constant "
+                                         r"added before it \(it sees: u, n\)$"):
+        tk.Tuner(s, "random", trials=3).ask(1)
+    s = tk.SearchSpace().add_categorical("layout", ["row", "col"]).add_range("vec", 1, 4)
+    s.add_inactive("vec", "1", "layout == col", lambda v: v["layuot"] == "col")
+    with pytest.raises(ValueError, match=r"^the condition 'layout == col' of inactive knob 'vec' looks up 'layuot'"):
+        s.count_valid()
+    # A KeyError of the constraint's own making is its own.
+    s = tk.SearchSpace().add_range("u", 1, 4)
+    s.add_constraint("table", lambda v: {1: True}[v["u"]])
+    with pytest.raises(KeyError):
+        s.count_valid()

@@ -121,7 +121,7 @@ def test_budget_exhaustion_time_limit_and_options(kt, vendor, vector_add):
     assert 1 <= len(results) < 15
     with pytest.raises(ValueError, match=r"Unrecognized option popsize in strategy_options"):
         kernel_tuner.tune_kernel(*vector_add, strategy=tkt.Strategy(), strategy_options=dict(popsize=5), **common)
-    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, "):
+    with pytest.raises(ValueError, match=r"^Strategy: unknown tuner preset 'nope' \(available: tpe-local, "):
         tkt.Strategy("nope")
 
 
@@ -235,6 +235,106 @@ def test_replayed_dataset_scores_as_tunekit_replay(kt, datasets, replay_bin, tmp
     # tunekit-replay's summary (median over seeds at the checkpoint of 50 trials) from the strategy's results.
     s = json.loads(summary.read_text())
     assert statistics.median(found_at_50) == pytest.approx(s["found_score_median"]["50"], rel=1e-12)
+
+
+def replay_configs(replay_bin, cache, preset, budget, seeds, plan_size, tmp_path):
+    """tunekit-replay's trials on a cache file: {seed: [config text, ...]} for seeds 0..seeds-1."""
+    out = tmp_path / f"trials_{preset}.csv"
+    subprocess.run([str(replay_bin), "--dataset", str(cache), "--tuner", preset, "--budget", str(budget),
+                    "--seeds", str(seeds), "--plan-size", str(plan_size), "--quiet", "--out", str(out)],
+                   check=True, capture_output=True)
+    trials = {}
+    with open(out) as f:
+        for row in csv.DictReader(f):
+            trials.setdefault(int(row["seed"]), []).append(row["config"])
+    return trials
+
+
+def strategy_configs(kernel_tuner, strategy, dataset, cache, tune_params, recorded, budget, **tune_kernel_args):
+    """The configs Strategy measured inside Kernel Tuner (simulation mode, restricted to the
+    recorded configs), as tunekit-replay's --out writes them."""
+    names = list(tune_params)
+
+    def recorded_only(p):
+        return tuple(p[n] for n in names) in recorded
+
+    results, _ = kernel_tuner.tune_kernel(
+        dataset.stem, "__global__ void k() {}", 0, [], tune_params, restrictions=recorded_only, strategy=strategy,
+        strategy_options=dict(max_fevals=budget), verbose=False, cache=str(cache), simulation_mode=True,
+        **tune_kernel_args)
+    assert len(results) == budget
+    return [strategy.tuner.space.describe(t.config) for t in strategy.tuner.history]
+
+
+# Every preset, on convolution_A100 (and the default on gemm_RTX_3090 too): budget 70 with plan_size 16
+# takes the model-based presets through four model rounds and the tpe-* ones through their model
+# starts (the default's 60 trials included).
+PRESET_CASES = [("convolution_A100", p) for p in tk.preset_names()] + [("gemm_RTX_3090", tk.DEFAULT_PRESET)]
+
+
+@pytest.mark.parametrize("dataset_name,preset", PRESET_CASES)
+def test_every_preset_makes_the_replays_trials(kt, datasets, replay_bin, tmp_path, dataset_name, preset):
+    """Strategy(preset, seed=s, plan_size=p) inside Kernel Tuner measures the configs that
+    tunekit-replay --tuner preset --plan-size p measures with seed s, in the same order, on the same
+    cache (one time per config), as the strategy's docstring says: adatune for its first round
+    only (its adaptive evaluator's mean, the replayed runs' sum over their count, differs from the
+    one time in the last bits, and its forest's splits turn on such bits)."""
+    kernel_tuner, tkt = kt
+    dataset = datasets / f"{dataset_name}.csv"
+    budget, plan_size, seed = 70, 16, 0
+    cache = tmp_path / f"{dataset_name}.json"
+    tune_params, recorded = dataset_as_cache(dataset, cache)
+    replayed = replay_configs(replay_bin, cache, preset, budget, 1, plan_size, tmp_path)[seed]
+    mine = strategy_configs(kernel_tuner, tkt.Strategy(preset, seed=seed, plan_size=plan_size), dataset, cache,
+                            tune_params, recorded, budget)
+    if preset == "adatune":
+        assert mine[:plan_size] == replayed[:plan_size]
+    else:
+        assert mine == replayed
+
+
+def test_seed_rule(kt, datasets, tmp_path):
+    """The seed is Strategy's seed=, else tune_kernel's seed=, else a draw from numpy's global
+    generator: numpy.random.seed(s) reproduces a run, and unseeded runs differ."""
+    import numpy
+
+    kernel_tuner, tkt = kt
+    dataset = datasets / "convolution_A100.csv"
+    cache = tmp_path / "convolution_A100.json"
+    tune_params, recorded = dataset_as_cache(dataset, cache)
+    budget = 12
+
+    def run(strategy, **args):
+        return strategy_configs(kernel_tuner, strategy, dataset, cache, tune_params, recorded, budget, **args)
+
+    fixed = tkt.Strategy("random", seed=5)
+    assert run(fixed) == run(tkt.Strategy("random"), seed=5) == run(tkt.Strategy("random", seed=5), seed=6)
+    assert fixed.last_seed == 5
+    numpy.random.seed(3)
+    first = tkt.Strategy("random")
+    a = run(first)
+    numpy.random.seed(3)
+    again = tkt.Strategy("random")
+    assert run(again) == a and again.last_seed == first.last_seed
+    numpy.random.seed(4)
+    other = tkt.Strategy("random")
+    assert run(other) != a and other.last_seed != first.last_seed
+    # The seed of an unseeded run reproduces it.
+    assert run(tkt.Strategy("random", seed=first.last_seed)) == a
+
+
+def test_bad_options_fail_at_construction(kt):
+    _, tkt = kt
+    with pytest.raises(TypeError, match=r"Strategy: seed must be an int in \[0, 2\*\*64\) or None, not 'a'"):
+        tkt.Strategy(seed="a")
+    with pytest.raises(TypeError, match="not True"):
+        tkt.Strategy(seed=True)
+    with pytest.raises(ValueError, match=r"not -1"):
+        tkt.Strategy(seed=-1)
+    with pytest.raises(ValueError, match=r"Strategy: plan_size must be an int >= 1, not 0"):
+        tkt.Strategy(plan_size=0)
+    with pytest.raises(ValueError, match=r"^Strategy: unknown tuner preset 3 "):
+        tkt.Strategy(3)
 
 
 def test_another_objective_ranks_as_kernel_tuner_does(kt, vendor, vector_add):

@@ -55,7 +55,7 @@ def test_continuous_parameters_are_refused():
     study = optuna.create_study(sampler=tunekit.optuna.Sampler())
     with pytest.raises(ValueError, match=r"parameter 'lr' is continuous .*suggest_int, suggest_categorical"):
         study.optimize(lambda t: t.suggest_float("lr", 1e-4, 1e-1, log=True), n_trials=1, catch=())
-    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope'"):
+    with pytest.raises(ValueError, match=r"^Sampler: unknown tuner preset 'nope'"):
         tunekit.optuna.Sampler("nope")
     multi = optuna.create_study(sampler=tunekit.optuna.Sampler(), directions=["minimize", "minimize"])
     with pytest.raises(ValueError, match=r"single-objective studies only"):
@@ -114,3 +114,10 @@ def test_enqueued_trials_and_parallel_jobs():
     assert len(set(keys[2:])) == 22 and (3, -2, "b") not in keys[2:]
     # Each finished trial is told at the next ask: all but the last one or two (two jobs).
     assert 21 <= len(sampler.tuner.history) <= 22
+
+
+def test_a_bad_seed_fails_at_construction():
+    with pytest.raises(TypeError, match=r"^Sampler: seed must be an int in \[0, 2\*\*64\), not 'a'$"):
+        tunekit.optuna.Sampler(seed="a")
+    with pytest.raises(ValueError, match=r"^Sampler: seed must be an int in \[0, 2\*\*64\), not -3$"):
+        tunekit.optuna.Sampler(seed=-3)

@@ -672,12 +672,13 @@ class ConfigValues(dict):
 
   py::class_<PyTuner>(m, "Tuner", "A preset's tuner (preset_names() lists them) over a search space, driven by ask/tell")
       .def(py::init([](const PySpace& space, const std::string& preset, std::size_t trials, double seconds,
-                       std::size_t plan_size, std::uint64_t seed, std::string task, std::string device,
-                       std::optional<std::filesystem::path> log, bool resume) {
+                       std::size_t plan_size, std::size_t parallel, std::uint64_t seed, std::string task,
+                       std::string device, std::optional<std::filesystem::path> log, bool resume) {
              tunekit::TunerOptions o{.budget = {.trials = trials, .seconds = seconds},
                                      .plan_size = plan_size,
                                      .task = std::move(task),
-                                     .device = std::move(device)};
+                                     .device = std::move(device),
+                                     .parallel = parallel};
              auto t = std::make_unique<PyTuner>();
              t->space = space;
              t->preset = preset;
@@ -702,8 +703,8 @@ class ConfigValues(dict):
            }),
            py::arg("space"), py::arg("preset") = std::string(tunekit::default_preset), py::kw_only(), py::arg("trials") = 1000,
            py::arg("seconds") = std::numeric_limits<double>::infinity(), py::arg("plan_size") = 64,
-           py::arg("seed") = 0, py::arg("task") = "", py::arg("device") = "", py::arg("log") = py::none(),
-           py::arg("resume") = false)
+           py::arg("parallel") = 0, py::arg("seed") = 0, py::arg("task") = "", py::arg("device") = "",
+           py::arg("log") = py::none(), py::arg("resume") = false)
       .def_readonly("preset", &PyTuner::preset)
       .def_property_readonly("space", [](const PyTuner& t) { return t.space; })
       .def("ask", [](PyTuner& t, std::size_t n, Rng* rng) {

@@ -65,7 +65,7 @@ def test_space_errors_carry_the_cpp_messages():
         tk.Tuner(tk.SearchSpace())
     with pytest.raises(ValueError, match=r"^Budget: trials must be at least 1$"):
         tk.Tuner(s, trials=0)
-    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, "):
+    with pytest.raises(ValueError, match=r"^unknown tuner preset 'nope' \(available: tpe, tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, "):
         tk.Tuner(s, "nope")
     empty = tk.SearchSpace().add_range("x", 0, 3)
     empty.add_constraint("nothing", lambda v: False)
@@ -147,7 +147,7 @@ def test_the_default_preset():
 
 def test_every_preset_by_name_searches():
     names = tk.preset_names()
-    assert names[0] == "tpe-local" and set(tk.presets()) == set(names)
+    assert names[0] == "tpe" and set(tk.presets()) == set(names)
     assert {"random", "grid", "autotvm", "adatune", "chameleon"} <= set(names)
     s = small_space()
     for name in names:
@@ -548,3 +548,30 @@ def test_a_constraint_naming_an_unknown_knob_says_so():
     s.add_constraint("table", lambda v: {1: True}[v["u"]])
     with pytest.raises(KeyError):
         s.count_valid()
+
+
+def test_parallel_workers_get_a_config_each_from_tunekits_search():
+    """Tuner(parallel=W): a caller that measures W configs at once gets W from each ask(W) of the
+    default search (TreeParzen<> fills them); a tpe-* preset sizes its own rounds."""
+    s = small_space()
+    tuner = tk.Tuner(s, "tpe", trials=60, parallel=4, seed=2)
+    rounds = 0
+    while True:
+        batch = tuner.ask(4)
+        if not batch:
+            break
+        assert len(batch) == 4
+        for c in batch:
+            tuner.tell(c, tk.Measurement.from_samples([cost(c)]))
+        rounds += 1
+    assert rounds == 15
+    legacy = tk.Tuner(s, "tpe-gp-rf-restarts", trials=60, parallel=4, seed=2)
+    sizes = []
+    while True:
+        batch = legacy.ask(4)
+        if not batch:
+            break
+        sizes.append(len(batch))
+        for c in batch:
+            legacy.tell(c, tk.Measurement.from_samples([cost(c)]))
+    assert sizes.count(1) >= 30  # its model start: one config a round

@@ -121,7 +121,7 @@ def test_budget_exhaustion_time_limit_and_options(kt, vendor, vector_add):
     assert 1 <= len(results) < 15
     with pytest.raises(ValueError, match=r"Unrecognized option popsize in strategy_options"):
         kernel_tuner.tune_kernel(*vector_add, strategy=tkt.Strategy(), strategy_options=dict(popsize=5), **common)
-    with pytest.raises(ValueError, match=r"^Strategy: unknown tuner preset 'nope' \(available: tpe-local, "):
+    with pytest.raises(ValueError, match=r"^Strategy: unknown tuner preset 'nope' \(available: tpe, tpe-local, "):
         tkt.Strategy("nope")
 
 

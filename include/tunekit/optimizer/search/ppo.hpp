@@ -17,6 +17,7 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -113,115 +114,40 @@ class PpoSearch {
   std::vector<Candidate> find_maximums(const SearchContext& ctx, std::size_t num, Rng& rng) {
     params_.validate();
     if (!ctx.score) throw std::logic_error("PpoSearch: the context has no score function");
-    const SearchSpace& space = ctx.space;
-    const std::size_t dims = space.dimensions();
+    const std::size_t dims = ctx.space.dimensions();
     if (net_.empty() || net_.dims() != dims || net_.hidden() != params_.hidden || !params_.persistent) {
       net_ = ActorCritic(dims, params_.hidden, rng);
       adam_ = Adam(AdamParams{.learning_rate = params_.learning_rate, .epsilon = 1e-5});
     }
-    const std::size_t walkers =
-        static_cast<std::size_t>(std::min<std::uint64_t>(params_.episodes, space.product_size()));
-    const auto w = static_cast<Eigen::Index>(walkers);
-    const auto d = static_cast<Eigen::Index>(dims);
-    Eigen::RowVectorXd inv_size(d);
-    for (Eigen::Index k = 0; k < d; ++k) inv_size[k] = 1.0 / static_cast<double>(space.knob(static_cast<std::size_t>(k)).size());
-
-    std::vector<Config> points;
-    points.reserve(walkers);
-    for (std::size_t i = 0; i < walkers; ++i) points.push_back(space.sample(rng));
-    std::vector<double> scores = checked_scores(ctx, points);
-    CandidateList top(num, ctx.visited);
-    double lowest = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < walkers; ++i) {
-      top.offer(points[i], space.to_index(points[i]), scores[i]);
-      lowest = std::min(lowest, scores[i]);
-    }
-
-    auto states_of = [&](Eigen::MatrixXd& s) {
-      s.resize(d, w);
-      for (Eigen::Index i = 0; i < w; ++i)
-        for (Eigen::Index k = 0; k < d; ++k) s(k, i) = points[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)] * inv_size[k];
-    };
-    const std::size_t horizon = std::min(params_.horizon, params_.max_steps);
-    Rollout roll(dims, walkers, horizon);
-    Eigen::MatrixXd states, log_probs;
-    Eigen::RowVectorXd values;
-    std::vector<Config> moved;
-    std::vector<std::size_t> moved_walker;
-    std::vector<std::size_t> order(dims);
+    Walk walk = start(ctx, num, rng);
     double reward_sum = 0;
     std::size_t step = 0, last_change = 0;
     updates_ = 0;
     while (step < params_.max_steps && step < last_change + params_.early_stop) {
-      states_of(states);
-      net_.forward(states, log_probs, values);
-      const std::size_t t = roll.steps;
-      roll.states.middleCols(static_cast<Eigen::Index>(t) * w, w) = states;
-      roll.values.segment(static_cast<Eigen::Index>(t) * w, w) = values;
-      moved.clear();
-      moved_walker.clear();
-      for (std::size_t i = 0; i < walkers; ++i) {
-        const auto col = static_cast<Eigen::Index>(t * walkers + i);
-        double log_pi = 0;
-        Config target = points[i];
-        for (std::size_t k = 0; k < dims; ++k) {
-          // Draw the knob's action from its softmax.
-          const double u = uniform_real(rng);
-          int act = 2;
-          double acc = 0;
-          for (int a = 0; a < 2; ++a) {
-            acc += std::exp(log_probs(static_cast<Eigen::Index>(3 * k) + a, static_cast<Eigen::Index>(i)));
-            if (u < acc) {
-              act = a;
-              break;
-            }
-          }
-          roll.actions(static_cast<Eigen::Index>(k), col) = act;
-          log_pi += log_probs(static_cast<Eigen::Index>(3 * k) + act, static_cast<Eigen::Index>(i));
-          const auto size = static_cast<std::int64_t>(space.knob(k).size());
-          target[k] = static_cast<std::uint32_t>(std::clamp<std::int64_t>(std::int64_t{target[k]} + act - 1, 0, size - 1));
-        }
-        roll.old_log_prob[col] = log_pi;
-        space.settle(target);  // knobs the moves made inactive take their values (SearchSpace::add_inactive)
-        if (target == points[i]) {
-          roll.rewards[col] = scores[i];
-          continue;
-        }
-        if (!space.is_valid(target)) target = repair(space, points[i], target, order, rng);
-        if (target == points[i]) {
-          roll.rewards[col] = lowest;
-          continue;
-        }
-        moved.push_back(std::move(target));
-        moved_walker.push_back(i);
-      }
-      if (!moved.empty()) {
-        const std::vector<double> s = checked_scores(ctx, moved);
-        for (std::size_t m = 0; m < moved.size(); ++m) {
-          const std::size_t i = moved_walker[m];
-          roll.rewards[static_cast<Eigen::Index>(t * walkers + i)] = s[m];
-          lowest = std::min(lowest, s[m]);
-          if (top.offer(moved[m], space.to_index(moved[m]), s[m])) last_change = step;
-          points[i] = std::move(moved[m]);
-          scores[i] = s[m];
-        }
-      }
-      reward_sum += roll.rewards.segment(static_cast<Eigen::Index>(t) * w, w).sum();
-      ++roll.steps;
+      walk.states_of();
+      net_.forward(walk.states, walk.log_probs, walk.values);
+      const std::size_t t = walk.roll.steps;
+      const auto w = static_cast<Eigen::Index>(walk.walkers);
+      walk.roll.states.middleCols(static_cast<Eigen::Index>(t) * w, w) = walk.states;
+      walk.roll.values.segment(static_cast<Eigen::Index>(t) * w, w) = walk.values;
+      act(ctx.space, walk, t, rng);
+      if (score_moves(ctx, walk, t)) last_change = step;
+      reward_sum += walk.roll.rewards.segment(static_cast<Eigen::Index>(t) * w, w).sum();
+      ++walk.roll.steps;
       ++step;
       const bool last = !(step < params_.max_steps && step < last_change + params_.early_stop);
-      if (roll.steps == horizon || last) {
+      if (walk.roll.steps == walk.horizon || last) {
         if (params_.train) {
-          states_of(states);
-          net_.forward(states, log_probs, values);
-          learn(roll, values, rng);
+          walk.states_of();
+          net_.forward(walk.states, walk.log_probs, walk.values);
+          learn(walk.roll, walk.values, rng);
         }
-        roll.steps = 0;
+        walk.roll.steps = 0;
       }
     }
     steps_ = step;
-    mean_reward_ = step > 0 ? reward_sum / static_cast<double>(step * walkers) : 0.0;
-    return top.sorted();
+    mean_reward_ = step > 0 ? reward_sum / static_cast<double>(step * walk.walkers) : 0.0;
+    return walk.top.sorted();
   }
 
   const PpoParams& params() const noexcept { return params_; }
@@ -273,6 +199,117 @@ class PpoSearch {
     Eigen::MatrixXi actions;
     Eigen::RowVectorXd old_log_prob, values, rewards;
   };
+
+  // One search's walkers: where they are, their scores, the rollout of the current horizon, the
+  // top list, and the network's last outputs.
+  struct Walk {
+    Walk(const SearchSpace& s, std::size_t num, std::size_t walker_count, std::size_t horizon_steps,
+         const std::unordered_set<std::uint64_t>& visited)
+        : space(&s),
+          walkers(walker_count),
+          horizon(horizon_steps),
+          roll(s.dimensions(), walker_count, horizon_steps),
+          top(num, visited),
+          inv_size(static_cast<Eigen::Index>(s.dimensions())),
+          order(s.dimensions()) {
+      for (std::size_t k = 0; k < s.dimensions(); ++k)
+        inv_size[static_cast<Eigen::Index>(k)] = 1.0 / static_cast<double>(s.knob(k).size());
+    }
+    const SearchSpace* space;
+    std::size_t walkers, horizon;
+    Rollout roll;
+    CandidateList top;
+    Eigen::RowVectorXd inv_size;
+    std::vector<Config> points{}, moved{};
+    std::vector<std::size_t> moved_walker{}, order;
+    std::vector<double> scores{};
+    double lowest = std::numeric_limits<double>::infinity();
+    Eigen::MatrixXd states{}, log_probs{};
+    Eigen::RowVectorXd values{};
+
+    // The walkers' states: knob indices over their knobs' sizes, one column per walker.
+    void states_of() {
+      const auto d = inv_size.size();
+      states.resize(d, static_cast<Eigen::Index>(walkers));
+      for (std::size_t i = 0; i < walkers; ++i)
+        for (Eigen::Index k = 0; k < d; ++k)
+          states(k, static_cast<Eigen::Index>(i)) = points[i][static_cast<std::size_t>(k)] * inv_size[k];
+    }
+  };
+
+  // The walkers at random valid configs, scored and offered to the top list.
+  Walk start(const SearchContext& ctx, std::size_t num, Rng& rng) const {
+    const std::size_t walkers =
+        static_cast<std::size_t>(std::min<std::uint64_t>(params_.episodes, ctx.space.product_size()));
+    Walk walk(ctx.space, num, walkers, std::min(params_.horizon, params_.max_steps), ctx.visited);
+    walk.points.reserve(walkers);
+    for (std::size_t i = 0; i < walkers; ++i) walk.points.push_back(ctx.space.sample(rng));
+    walk.scores = checked_scores(ctx, walk.points);
+    for (std::size_t i = 0; i < walkers; ++i) {
+      walk.top.offer(walk.points[i], ctx.space.to_index(walk.points[i]), walk.scores[i]);
+      walk.lowest = std::min(walk.lowest, walk.scores[i]);
+    }
+    return walk;
+  }
+
+  // Step t's actions: each walker's action per knob drawn from its softmax, the move clamped,
+  // settled and repaired; a walker that stays is rewarded with its score (or the lowest seen, when
+  // its move could not be repaired), the others' moves go to walk.moved to be scored.
+  void act(const SearchSpace& space, Walk& walk, std::size_t t, Rng& rng) const {
+    walk.moved.clear();
+    walk.moved_walker.clear();
+    for (std::size_t i = 0; i < walk.walkers; ++i) {
+      const auto col = static_cast<Eigen::Index>(t * walk.walkers + i);
+      double log_pi = 0;
+      Config target = walk.points[i];
+      for (std::size_t k = 0; k < space.dimensions(); ++k) {
+        const double u = uniform_real(rng);
+        int act = 2;
+        double acc = 0;
+        for (int a = 0; a < 2; ++a) {
+          acc += std::exp(walk.log_probs(static_cast<Eigen::Index>(3 * k) + a, static_cast<Eigen::Index>(i)));
+          if (u < acc) {
+            act = a;
+            break;
+          }
+        }
+        walk.roll.actions(static_cast<Eigen::Index>(k), col) = act;
+        log_pi += walk.log_probs(static_cast<Eigen::Index>(3 * k) + act, static_cast<Eigen::Index>(i));
+        const auto size = static_cast<std::int64_t>(space.knob(k).size());
+        target[k] = static_cast<std::uint32_t>(std::clamp<std::int64_t>(std::int64_t{target[k]} + act - 1, 0, size - 1));
+      }
+      walk.roll.old_log_prob[col] = log_pi;
+      space.settle(target);  // knobs the moves made inactive take their values (SearchSpace::add_inactive)
+      if (target == walk.points[i]) {
+        walk.roll.rewards[col] = walk.scores[i];
+        continue;
+      }
+      if (!space.is_valid(target)) target = repair(space, walk.points[i], target, walk.order, rng);
+      if (target == walk.points[i]) {
+        walk.roll.rewards[col] = walk.lowest;
+        continue;
+      }
+      walk.moved.push_back(std::move(target));
+      walk.moved_walker.push_back(i);
+    }
+  }
+
+  // Scores step t's moves, rewards them, moves their walkers and offers them to the top list;
+  // returns whether the top list changed.
+  static bool score_moves(const SearchContext& ctx, Walk& walk, std::size_t t) {
+    if (walk.moved.empty()) return false;
+    bool changed = false;
+    const std::vector<double> s = checked_scores(ctx, walk.moved);
+    for (std::size_t m = 0; m < walk.moved.size(); ++m) {
+      const std::size_t i = walk.moved_walker[m];
+      walk.roll.rewards[static_cast<Eigen::Index>(t * walk.walkers + i)] = s[m];
+      walk.lowest = std::min(walk.lowest, s[m]);
+      if (walk.top.offer(walk.moved[m], ctx.space.to_index(walk.moved[m]), s[m])) changed = true;
+      walk.points[i] = std::move(walk.moved[m]);
+      walk.scores[i] = s[m];
+    }
+    return changed;
+  }
 
   static std::vector<double> checked_scores(const SearchContext& ctx, std::span<const Config> cs) {
     std::vector<double> s = ctx.score(cs);

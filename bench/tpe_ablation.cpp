@@ -34,7 +34,7 @@ using namespace tunekit;
 // The default's parts, to swap one at a time.
 using Draws = GoodDensityDraws;
 using Neighbours = IncumbentNeighbours;
-using DefaultSources = CandidateSources<Draws, Neighbours, Crossovers, ModelPick<>>;
+using DefaultSources = CandidateSources<Draws, Neighbours, Crossovers>;
 template <class Sources>
 using WithSources = TreeParzen<MaximinStart, ModelStart<>, Sources>;
 
@@ -47,10 +47,10 @@ constexpr std::array<Variant, 14> variants{{
     {"gp-model-start", "ModelStart<GaussianProcess>: the model start's Gaussian process alone"},
     {"forest-model-start", "ModelStart<RandomForest>: the model start's forest alone"},
     {"no-crossovers", "the sources without Crossovers"},
-    {"no-model-pick", "the sources without ModelPick"},
-    {"forest-model-pick", "ModelPick<RandomForest>: a forest's pick among the sources"},
     {"no-neighbours", "the sources without IncumbentNeighbours"},
     {"no-draws", "the sources without GoodDensityDraws"},
+    {"model-pick", "the sources and ModelPick<> (tpe-gp-rf-restarts' parts)"},
+    {"forest-model-pick", "the sources and ModelPick<RandomForest>"},
     {"uniform-mix", "UniformMix: the sources drawn uniformly"},
     {"random-start", "RandomStart: a start of random configs"},
     {"no-restarts", "NoRestarts"},
@@ -76,23 +76,23 @@ auto with_variant(std::string_view name, F&& f) {
     return f.template operator()<O>(plain.template operator()<O>());
   }
   if (name == "no-crossovers") {
-    using O = WithSources<CandidateSources<Draws, Neighbours, ModelPick<>>>;
+    using O = WithSources<CandidateSources<Draws, Neighbours>>;
     return f.template operator()<O>(plain.template operator()<O>());
   }
-  if (name == "no-model-pick") {
-    using O = WithSources<CandidateSources<Draws, Neighbours, Crossovers>>;
+  if (name == "no-neighbours") {
+    using O = WithSources<CandidateSources<Draws, Crossovers>>;
+    return f.template operator()<O>(plain.template operator()<O>());
+  }
+  if (name == "no-draws") {
+    using O = WithSources<CandidateSources<Neighbours, Crossovers>>;
+    return f.template operator()<O>(plain.template operator()<O>());
+  }
+  if (name == "model-pick") {
+    using O = WithSources<CandidateSources<Draws, Neighbours, Crossovers, ModelPick<>>>;
     return f.template operator()<O>(plain.template operator()<O>());
   }
   if (name == "forest-model-pick") {
     using O = WithSources<CandidateSources<Draws, Neighbours, Crossovers, ModelPick<RandomForest>>>;
-    return f.template operator()<O>(plain.template operator()<O>());
-  }
-  if (name == "no-neighbours") {
-    using O = WithSources<CandidateSources<Draws, Crossovers, ModelPick<>>>;
-    return f.template operator()<O>(plain.template operator()<O>());
-  }
-  if (name == "no-draws") {
-    using O = WithSources<CandidateSources<Neighbours, Crossovers, ModelPick<>>>;
     return f.template operator()<O>(plain.template operator()<O>());
   }
   if (name == "uniform-mix") {

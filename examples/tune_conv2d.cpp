@@ -23,7 +23,7 @@ namespace {
 const std::string usage = R"(usage: tune_conv2d [options]
 
 Tunes tunekit's OpenMP conv2d (NCHW fp32) on one ResNet-18 layer with a tuner preset (tunekit's
-own search, tpe-gp-rf-restarts, by default), verifying every configuration against a
+own search, tpe, by default), verifying every configuration against a
 double-precision reference, then times the best one against oneDNN's convolution on the same
 shape and data.
 

@@ -25,7 +25,7 @@ namespace {
 const std::string usage = R"(usage: tune_gemm [options]
 
 Tunes tunekit's OpenMP SGEMM (C = A * B, row-major fp32) on this machine with a tuner preset
-(tunekit's own search, tpe-gp-rf-restarts, by default), verifying every configuration against a
+(tunekit's own search, tpe, by default), verifying every configuration against a
 double-precision reference, then times the best one against OpenBLAS's cblas_sgemm and Eigen's
 product on the same matrices.
 

@@ -9,7 +9,7 @@
 # non-zero if any step failed. Logs, tuning logs and curves go to OUT_DIR (default: gpu-check).
 # Environment: GEMM_SIZES (default "2048 4096"; empty: none), CONV_LAYERS (default
 # "resnet18.C2 resnet18.C9"; empty: none), SECONDS_PER_RUN (tuning time of each program run,
-# default 90), TUNER (default tpe-gp-rf-restarts, the programs' default), BATCH (images per conv2d run, default 1), SKIP_TESTS=1
+# default 90), TUNER (default tpe, the programs' default), BATCH (images per conv2d run, default 1), SKIP_TESTS=1
 # (the tuning programs only).
 set -u
 build=${1:?usage: scripts/gpu-check.sh BUILD_DIR [OUT_DIR]}
@@ -18,7 +18,7 @@ mkdir -p "$out"
 gemm_sizes=${GEMM_SIZES-2048 4096}
 conv_layers=${CONV_LAYERS-resnet18.C2 resnet18.C9}
 seconds=${SECONDS_PER_RUN:-90}
-tuner=${TUNER:-tpe-gp-rf-restarts}
+tuner=${TUNER:-tpe}
 batch=${BATCH:-1}
 failed=0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: tune tunekit's OpenMP SGEMM at 1024^3 on this machine (tunekit's search,
-# tpe-gp-rf-restarts, every configuration verified), then compare the best with OpenBLAS and Eigen
+# tpe, every configuration verified), then compare the best with OpenBLAS and Eigen
 # in the same process.
 # Writes tune_gemm.jsonl (the tuning log) and tune_gemm_curve.csv in build/.
 set -euo pipefail

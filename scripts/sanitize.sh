@@ -86,9 +86,11 @@ if [[ $what == address || $what == all ]]; then
   #   seeds of 400 trials (12 s in Release, measured on its own); and the confirmation of each
   #   task's best after 9 multi-task runs of the default search (6 s in Release; the confirmation
   #   itself runs under ASan in tunekit-replay's multi-task test, --confirm 3); tpe-gp against
-  #   tpe-local over 2 spaces x 3 tuners x many seeds (24 s under ASan) and TreeParzen's restarts
+  #   tpe-local over 2 spaces x 3 tuners x many seeds (24 s under ASan), TreeParzen's restarts
   #   against none and random search over 40 seeds of a two-layout space (19 s; the mechanism,
-  #   "restarts begin a new phase once the phase's best has stalled", runs). They repeat over
+  #   "a new phase begins once the phase's best has stalled", runs), and the model start's forest
+  #   alone against random search over 100 seeds of gemm_RTX_3090 (the model start's forest
+  #   turns run in "ModelStart: in its forest turns ..."). They repeat over
   #   7-40 seeds the presets and schedulers that shorter cases run under ASan once (test_tuner's exact
   #   re-execution of random, AutoTVM and PPO; the kill-and-resume test; the forest, annealing,
   #   contextual annealing, adaptive evaluator, k-means sampler and scheduler cases; TreeParzen's
@@ -97,7 +99,7 @@ if [[ $what == address || $what == all ]]; then
   #   on purpose, in a forked child, and checks that the child died by SIGSEGV / SIGFPE; ASan's
   #   handlers would catch those signals and exit(1) instead.
   crash_test='^Isolated: crashing, hanging and wrong configs'
-  statistical='beats? random search|^tpe-local beats the presets|^tpe-gp-rf beats the presets|^tpe-gp-rf-restarts: |^on convolution_A4000 Chameleon escapes|^the bandit scheduler spends most slots|^multi-task replay: the schedulers against sequential|^multi-task replay: confirming each task|^tpe-gp finds fast configs sooner than tpe-local|^TreeParzen: restarts give a run that locked'
+  statistical='beats? random search|^tpe-local beats the presets|^tpe-gp-rf beats the presets|^tpe-gp-rf-restarts: |^on convolution_A4000 Chameleon escapes|^the bandit scheduler spends most slots|^multi-task replay: the schedulers against sequential|^multi-task replay: confirming each task|^tpe-gp finds fast configs sooner than tpe-local|^RestartOnStall: restarts give a run that locked|^ModelStart<RandomForest>: '
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -E "^consumer\.|^compile_fail\.|^docs\.getting_started_build$|$statistical|$crash_test"
   ASAN_OPTIONS=$ASAN_OPTIONS:handle_segv=0:handle_sigfpe=0 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$crash_test"

@@ -23,15 +23,15 @@ struct PresetInfo {
 };
 
 /// Every preset with_preset accepts, in the order --help lists them (presets.hpp has their
-/// types: TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, TpeGpRfRestartsTuner,
+/// types: TpeTuner, TpeLocalTuner, TpeGpTuner, TpeGpRfTuner, TpeGpRfRestartsTuner,
 /// RandomSearchTuner, GridSearchTuner, AutoTvmTuner, AdaTuneTuner, RfEiSaTuner,
 /// RfEiCsaTuner, ChameleonTuner, SaAsTuner, PpoTuner).
 inline constexpr std::array<PresetInfo, 14> preset_infos{{
-    {"tpe", "tunekit's search, TreeParzen<> (docs/concepts.md); fills a farm's workers"},
+    {"tpe", "tunekit's search, TreeParzen<> (docs/concepts.md): the default"},
     {"tpe-local", "tunekit's search: maximin start, TPE with local moves, failure model"},
     {"tpe-gp", "tpe-local with a Gaussian process picking up to 40 configs"},
     {"tpe-gp-rf", "tpe-gp with a random forest and the GP picking in turns"},
-    {"tpe-gp-rf-restarts", "tpe-gp-rf with a 60-trial model start, a GP length scale per knob, crossovers of the good configs and the GP picking after the start, starting over after 100 trials without improvement"},
+    {"tpe-gp-rf-restarts", "tpe's parts and a GP's pick among the sources, the default before tpe"},
     {"random", "random search without replacement"},
     {"grid", "every valid config in lexicographic order"},
     {"autotvm", "AutoTVM's XGBTuner: boosted trees, simulated annealing"},
@@ -44,11 +44,8 @@ inline constexpr std::array<PresetInfo, 14> preset_infos{{
 }};
 
 /// The preset of tunekit-replay, the tuning programs and the Python bindings when none is named:
-/// tpe-gp-rf-restarts, the best of tunekit's searches by the mean found score over seeds on the 41
-/// recorded and synthetic spaces measured (docs/performance.md, "The default search",
-/// "Restarts", "A length scale per knob", "Crossovers of the good configs" and "The model as a
-/// fourth source after the model start").
-inline constexpr std::string_view default_preset = "tpe-gp-rf-restarts";
+/// tpe, TreeParzen<> (docs/concepts.md).
+inline constexpr std::string_view default_preset = "tpe";
 
 /// The preset names, comma-separated: "random, grid, autotvm, ...".
 inline std::string preset_names() {

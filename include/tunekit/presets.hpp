@@ -71,10 +71,12 @@ using TpeGpRfTuner = Tuner<NoSurrogate, PredictedMean, Configured<TpeGpRfSearch,
 
 /// tpe-gp-rf with a 60-trial model start whose Gaussian process has a length scale per knob,
 /// crossovers of the good configs and a Gaussian process's pick among the sources after it, and
-/// restarts after 100 trials without improvement: TreeParzen<>'s parts.
-inline TreeParzen<> tpe_gp_rf_restarts_search() { return TreeParzen<>({.fill_parallel = false}); }
+/// restarts after 100 trials without improvement: TreeParzen<>'s parts and ModelPick<>.
+using TpeGpRfRestartsSearch = TreeParzen<MaximinStart, ModelStart<>,
+                                         CandidateSources<GoodDensityDraws, IncumbentNeighbours, Crossovers, ModelPick<>>>;
+inline TpeGpRfRestartsSearch tpe_gp_rf_restarts_search() { return TpeGpRfRestartsSearch({.fill_parallel = false}); }
 using TpeGpRfRestartsTuner =
-    Tuner<NoSurrogate, PredictedMean, Configured<TreeParzen<>, tpe_gp_rf_restarts_search>, Deterministic>;
+    Tuner<NoSurrogate, PredictedMean, Configured<TpeGpRfRestartsSearch, tpe_gp_rf_restarts_search>, Deterministic>;
 
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.

@@ -3,7 +3,7 @@ and replay of recorded spaces (docs/python.md).
 
     import tunekit
     space = tunekit.SearchSpace().add_power_of_two("block", 16, 1024).add_boolean("unroll")
-    tuner = tunekit.Tuner(space, trials=50, seed=1)  # the default preset, tpe-gp-rf-restarts
+    tuner = tunekit.Tuner(space, trials=50, seed=1)  # the default preset, tpe
     for config in tuner.ask(4):
         tuner.tell(config, tunekit.Measurement.from_samples([run(config)]))
 

@@ -209,7 +209,7 @@ def _measurement(result, objective):
 
 class Strategy:
     """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET,
-    tpe-gp-rf-restarts) as a Kernel Tuner strategy.
+    tpe) as a Kernel Tuner strategy.
 
     seed: the tuner's generator seed, or None (the default) for the seed rule below.
     plan_size: configs asked from the tuner per round, as Tuner.tune and tunekit-replay

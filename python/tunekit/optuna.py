@@ -95,7 +95,7 @@ class _Space:
 
 class Sampler(BaseSampler):
     """A tunekit preset (tunekit.preset_names(); default tunekit.DEFAULT_PRESET,
-    tpe-gp-rf-restarts) as an Optuna sampler.
+    tpe) as an Optuna sampler.
 
     seed: the tuner's and the fallback RandomSampler's seed (fixed seed, same study: same trials).
     After a study, `tuner` is the tunekit Tuner of the latest search space (its history and best).

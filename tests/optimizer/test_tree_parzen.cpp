@@ -680,11 +680,12 @@ TEST_CASE("TreeParzen: batches grow with the trials, spread by the constant liar
 }
 
 TEST_CASE("TreeParzen: on W workers every round proposes W configs, from its first round on") {
-  // SearchContext::parallel = 4 (a farm's workers): the start (10 configs, then 2 more to fill
-  // the third round), the model start and the mix each propose 4 distinct configs a round; the
-  // tpe-* presets' composition without fill_parallel proposes one a round in its model start.
+  // SearchContext::parallel = 4 (a farm's workers) and asked for 4: the start (10 configs, then 2
+  // more to fill the third round), the model start and the mix each propose 4 distinct configs a
+  // round; the tpe-* presets' composition without fill_parallel, asked for 16, proposes its start
+  // at once and then one config a round in its model start.
   const SearchSpace s = square_bowl_space();
-  auto rounds = [&](auto& opt) {
+  auto rounds = [&](auto& opt, std::size_t n) {
     History h;
     std::unordered_set<std::uint64_t> visited;
     Rng rng(2);
@@ -692,7 +693,7 @@ TEST_CASE("TreeParzen: on W workers every round proposes W configs, from its fir
     while (h.size() < 120) {
       SearchContext ctx{s, h, visited, {}, 0.0, {}, 0.0};
       ctx.parallel = 4;
-      const auto batch = opt.propose(ctx, 16, rng);
+      const auto batch = opt.propose(ctx, n, rng);
       REQUIRE_FALSE(batch.empty());
       sizes.push_back(batch.size());
       for (const Config& c : batch) {
@@ -704,9 +705,9 @@ TEST_CASE("TreeParzen: on W workers every round proposes W configs, from its fir
     return sizes;
   };
   TreeParzen<> filling;
-  for (std::size_t size : rounds(filling)) CHECK(size == 4);
+  for (std::size_t size : rounds(filling, 4)) CHECK(size == 4);
   TreeParzen<> serial({.fill_parallel = false});
-  const auto sizes = rounds(serial);
+  const auto sizes = rounds(serial, 16);
   CHECK(sizes[0] == 10);  // the start, as asked (at most 16)
   CHECK(std::count(sizes.begin(), sizes.end(), std::size_t{1}) >= 50);  // the model start, one a round
 }

@@ -141,7 +141,7 @@ def test_ask_tell_statuses_and_best():
 
 
 def test_the_default_preset():
-    assert tk.DEFAULT_PRESET == "tpe-gp-rf-restarts" and tk.DEFAULT_PRESET in tk.preset_names()
+    assert tk.DEFAULT_PRESET == "tpe" and tk.DEFAULT_PRESET in tk.preset_names()
     assert tk.Tuner(small_space(), trials=5).preset == tk.DEFAULT_PRESET
 
 

@@ -20,6 +20,7 @@ bool is(std::string_view name) {
 }  // namespace
 
 TEST_CASE("with_preset: each name gives its preset") {
+  CHECK(is<TpeTuner>("tpe"));
   CHECK(is<TpeLocalTuner>("tpe-local"));
   CHECK(is<TpeGpTuner>("tpe-gp"));
   CHECK(is<TpeGpRfTuner>("tpe-gp-rf"));
@@ -45,22 +46,22 @@ TEST_CASE("with_preset: each name gives its preset") {
   CHECK(names.size() == preset_infos.size());
   CHECK(types.size() == preset_infos.size());
   CHECK(preset_names() ==
-        "tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "
+        "tpe, tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, adatune, rfei-sa, rfei-csa, "
         "chameleon, sa-as, ppo");
   const std::string help = preset_help(4);
   CHECK(static_cast<std::size_t>(std::count(help.begin(), help.end(), '\n')) == preset_infos.size());
-  CHECK(help.rfind("    tpe-local  ", 0) == 0);
+  CHECK(help.rfind("    tpe  ", 0) == 0);
 }
 
-TEST_CASE("the default preset is tpe-gp-rf-restarts, one of the presets") {
-  CHECK(default_preset == "tpe-gp-rf-restarts");
+TEST_CASE("the default preset is tpe, one of the presets") {
+  CHECK(default_preset == "tpe");
   CHECK(is_preset(default_preset));
-  CHECK(with_preset(default_preset, []<class TunerT>() { return std::is_same_v<TunerT, TpeGpRfRestartsTuner>; }));
+  CHECK(with_preset(default_preset, []<class TunerT>() { return std::is_same_v<TunerT, TpeTuner>; }));
 }
 
 TEST_CASE("with_preset: an unknown name throws, naming it and the known ones") {
   const char* const message =
-      "unknown tuner preset 'xgb' (available: tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, "
+      "unknown tuner preset 'xgb' (available: tpe, tpe-local, tpe-gp, tpe-gp-rf, tpe-gp-rf-restarts, random, grid, autotvm, "
       "adatune, rfei-sa, rfei-csa, chameleon, sa-as, ppo)";
   CHECK_FALSE(is_preset("xgb"));
   CHECK_THROWS_WITH_AS(with_preset("xgb", []<class TunerT>() { return 0; }), message, std::invalid_argument);

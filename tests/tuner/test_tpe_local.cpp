@@ -1,5 +1,5 @@
 // tpe-local (TpeLocalTuner: TreeParzen) and its model starts and restarts (tpe-gp, tpe-gp-rf,
-// tpe-gp-rf-restarts) end to end on the recorded spaces of shared/datasets, against the papers'
+// tpe-gp-rf-restarts; tpe, TreeParzen<>) end to end on the recorded spaces of shared/datasets, against the papers'
 // presets (AutoTVM, AdaTune, Chameleon) at 50 and 100 measured configs.
 
 #include <tunekit/presets.hpp>
@@ -84,12 +84,13 @@ void check_also_ahead(tunekit::ReplayKernel& k, const Table& t, const std::strin
 // The margins asserted are a little below these. At 100 on convolution_A100 tpe-local and
 // Chameleon hold the same config (the second best of the space) in the median run.
 
-TEST_CASE("tpe-local beats the presets at 50 and 100 on convolution_A4000, and so do tpe-gp-rf and the default") {
+TEST_CASE("tpe-local beats the presets at 50 and 100 on convolution_A4000, and so do tpe-gp-rf, tpe-gp-rf-restarts and tpe") {
   auto k = load("convolution_A4000");
   const Table t = table<tunekit::TpeLocalTuner>(k, "convolution_A4000", "tpe-local");
   check_ahead(t.tpe, t, 0.15, 0.15);
   check_also_ahead<tunekit::TpeGpRfTuner>(k, t, "convolution_A4000", "tpe-gp-rf", 0.15, 0.15);
   check_also_ahead<tunekit::TpeGpRfRestartsTuner>(k, t, "convolution_A4000", "tpe-gp-rf-restarts", 0.15, 0.15);
+  check_also_ahead<tunekit::TpeTuner>(k, t, "convolution_A4000", "tpe", 0.15, 0.15);
 }
 
 TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level at 100") {
@@ -99,7 +100,7 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 }
 
 // Measured (15 seeds, plan_size 32; median score at 50 / 100) on gemm_RTX_3090: tpe-gp-rf
-// 0.982 / 1.000, tpe-gp-rf-restarts (the default) 0.905 / 1.000, autotvm 0.831 / 0.971, adatune
+// 0.982 / 1.000, tpe-gp-rf-restarts (the default before tpe) 0.905 / 1.000, autotvm 0.831 / 0.971, adatune
 // 0.843 / 0.921, chameleon 0.900 / 0.987; on convolution_A4000 tpe-gp-rf 0.965 / 0.989, the
 // default 0.965 / 0.989 (0.987 before its crossovers). The default's median at 50 on
 // gemm_RTX_3090 was 0.953 before its Gaussian process had a length scale per knob; over 100 seeds
@@ -107,7 +108,7 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 // knob"), and a 15-seed median of a space whose runs split in two falls on either side, so at 50
 // it is only asserted level or above Chameleon. (On convolution_A100 tpe-gp-rf's median run holds 0.679 at 100, below
 // Chameleon's and AutoTVM's: docs/performance.md.)
-TEST_CASE("tpe-gp-rf beats the presets at 50 and 100 on gemm_RTX_3090, and so does the default") {
+TEST_CASE("tpe-gp-rf beats the presets at 50 and 100 on gemm_RTX_3090, and so does tpe-gp-rf-restarts") {
   auto k = load("gemm_RTX_3090");
   const Table t = table<tunekit::TpeGpRfTuner>(k, "gemm_RTX_3090", "tpe-gp-rf");
   check_ahead(t.tpe, t, 0.05, 0.01);
@@ -158,7 +159,7 @@ TEST_CASE("tpe-gp finds fast configs sooner than tpe-local on the GEMM spaces") 
   }
 }
 
-// tpe-gp-rf-restarts (the default) is tpe-gp-rf with a model start of 60 trials in place of 40,
+// tpe-gp-rf-restarts (the default before tpe) is tpe-gp-rf with a model start of 60 trials in place of 40,
 // restarts after 100 trials without improvement, a length scale per feature for the Gaussian
 // process and crossovers of the good configs after the model start, so its first 10 trials (the
 // start) are tpe-gp-rf's; on convolution_A100, where runs lock into a basin six knobs from the

@@ -93,7 +93,7 @@ struct TreeParzenRound {
 /// search; the mix's statistics and the models' last fits are its only state besides its
 /// parameters, and an exact resume (re-execution) rebuilds them.
 template <class StartT = MaximinStart, class ModelStartT = ModelStart<>,
-          class SourcesT = CandidateSources<GoodDensityDraws, IncumbentNeighbours, Crossovers, ModelPick<>>,
+          class SourcesT = CandidateSources<GoodDensityDraws, IncumbentNeighbours, Crossovers>,
           class MixT = ThompsonMix, class RestartT = RestartOnStall>
 class TreeParzen {
   static_assert(check_start_design<StartT>());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Optional: installs what scripts/plot_ablations.py needs (Debian 12: python3-matplotlib). The
-# build and the tests do not need it. Run as root (or with sudo available).
+# Optional: installs what scripts/plot_ablations.py and scripts/plot_benchmarks.py need (Debian 12:
+# python3-matplotlib). The build and the tests do not need it. Run as root (or with sudo
+# available).
 set -euo pipefail
 dpkg-query -W -f='${Status}' python3-matplotlib 2>/dev/null | grep -q "install ok installed" && exit 0
 sudo=()

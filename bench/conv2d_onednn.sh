@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# The tuned conv2d against oneDNN on the ResNet-18 layers, as docs/performance.md measures it: each
+# The tuned conv2d against oneDNN on the ResNet-18 layers, as docs/benchmarks.md measures it: each
 # layer tuned once with tune_conv2d, then compared with oneDNN three times from the same log, each
 # time in a new process (--resume replays the tuning and times the same best configuration again),
 # in turns each time; prints the median of the three comparisons per layer. The tuning process's
 # own comparison is left out (it stays in C<layer>.tune.txt): a process that has run 1500
 # configurations is not the one a user runs the tuned kernel in, and there oneDNN's strided 1x1
 # convolutions ran slower than in the new processes in 11 of 16 tries and its stride-1 one (C3)
-# faster in 3 of 3 (docs/performance.md). The passes are spread over the run (every layer tuned,
-# then every layer's first comparison, then every layer's second, then every layer's third), so
-# that one slow spell of the machine, which can last tens of seconds on a VM, falls in one
-# comparison of a layer rather than in all three. Run it on a quiet machine: nothing else may run
-# beside it.
+# faster in 3 of 3 (git show a1c316f:docs/performance.md, "More AVX2 runs"). The passes are
+# spread over the run (every layer tuned, then every layer's first comparison, then every layer's
+# second, then every layer's third), so that one slow spell of the machine, which can last tens
+# of seconds on a VM, falls in one comparison of a layer rather than in all three. Run it on a
+# quiet machine: nothing else may run beside it.
 #
 #   bench/conv2d_onednn.sh [BUILD_DIR]        default build
 #   LAYERS="3 5 8" TUNER=autotvm BUDGET=1500 SECONDS_PER_LAYER=60 RUNS=51 SEED=1 OUT=DIR bench/conv2d_onednn.sh build-avx2
 #
 # For the AVX2 path on an AVX-512 host, use a -DTUNEKIT_MARCH=x86-64-v3 build and cap oneDNN:
-# ONEDNN_MAX_CPU_ISA=AVX2 (docs/performance.md).
+# ONEDNN_MAX_CPU_ISA=AVX2 (docs/benchmarks.md, "CPU conv2d against oneDNN").
 set -euo pipefail
 build=${1:-build}
 program="$build/examples/tune_conv2d"

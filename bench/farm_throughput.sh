@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurement farm's throughput (docs/farm.md, docs/performance.md): tunekit-replay with random
+# The measurement farm's throughput (docs/farm.md, docs/benchmarks.md): tunekit-replay with random
 # search (no model: the tuning process's own time is negligible) on gemm_RTX_3090, every config
 # sleeping for SLEEP x its simulated seconds (no per-config overhead; 4 recorded runs, about 76 ms
 # of sleep per config at SLEEP 1), serially and with W = 1, 2, 4, 8 local workers. Prints the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "Measurement" table of docs/performance.md: AdaTune's pipeline replayed on the four recorded
+# The "Measurement" table of docs/benchmarks.md: AdaTune's pipeline replayed on the four recorded
 # spaces (25 seeds, budget 200, plan size 32, no per-config overhead) measuring with
 # Deterministic (32 runs), AdaptiveCV with the same ceiling (n = 32, B = 4) and AdaptiveCV with
 # the paper's n = 500, B = 50 (the preset's). Prints the final score, trials and simulated

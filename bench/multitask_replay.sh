@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-task table of docs/performance.md: the four recorded spaces of shared/datasets as four
+# The multi-task table of docs/benchmarks.md: the four recorded spaces of shared/datasets as four
 # operators of one model (weight 1 each, the FLOP of shared/datasets/README.md), tuned by
 # TUNER (default random search) per task in slots of SLOT trials (16), BUDGET trials in all
 # (800), seeds 0 .. SEEDS-1 (9), once per scheduler. Writes each run's summary JSON and

@@ -30,8 +30,8 @@ found score after each distinct config; the table is bench/kt_peers.py's.
 
 PEERS.md does not say how its Optuna rows treated combinations outside the recorded set; with this
 treatment seeds 0-24 give its rows of gemm_RTX_2080_Ti and gemm_RTX_3090 exactly at B = 25 and 50,
-and those of convolution_A100 and convolution_A4000 within 0.02 (docs/performance.md, "The bar
-over 100 seeds").
+and those of convolution_A100 and convolution_A4000 within 0.02 (docs/benchmarks.md, "Over
+100-400 seeds, with intervals").
 """
 
 import argparse

@@ -19,8 +19,8 @@ half the best peer's: a ratio of at most 0.5).
 
 Why: shared/datasets/PEERS.md's bar in each cell is the largest of 16 medians over 15-25 seeds,
 and the largest of several noisy medians lies above the medians it was drawn from; re-run with
-more seeds, a cell's best strategy shows where it really lies (docs/performance.md, "The bar over
-100 seeds").
+more seeds, a cell's best strategy shows where it really lies (docs/benchmarks.md, "Over
+100-400 seeds, with intervals").
 """
 
 import argparse

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The search-efficiency tables of docs/performance.md: tuner presets on every recorded space of
+# The search-efficiency tables of docs/benchmarks.md: tuner presets on every recorded space of
 # shared/datasets, replayed with tunekit-replay (25 seeds, budget 400), side by side with the best
 # peer of shared/datasets/PEERS.md in each cell. Writes one summary JSON per run under OUT and
 # prints, per space, the found score (PEERS.md's: the best measured config) at B = 25 ... 400, the
 # median measurements to 0.95 and 0.99 of it, the held score (the tuner's own pick by its noisy
-# measurements) at 100 and 400, and P (mean time score over the seeds, docs/performance.md); then
+# measurements) at 100 and 400, and P (mean time score over the seeds, docs/benchmarks.md); then
 # how many of the 20 cells each tuner is level with or above the best peer (at PEERS.md's
 # precision: within 0.0005).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How a search does on every space at hand, as docs/performance.md compares a change to the
+# How a search does on every space at hand, as docs/tried-and-not-taken.md compares a change to the
 # default search with the default: the mean found score (PEERS.md's score of the best config
 # measured so far, averaged over the seeds; found_score_mean of tunekit-replay's summary) at
 # B = 25, 50, 100 and 200 of each preset, on

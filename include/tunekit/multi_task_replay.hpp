@@ -10,7 +10,7 @@
 /// config whose draws came out low (on gemm_RTX_2080_Ti the lowest recorded sample is 10% below
 /// the optimum's mean). On recorded kernels the trace also carries the recorded objective: the
 /// same sum with each held config at its recorded mean time, what the model would really run.
-/// Schedulers are compared on that one (docs/performance.md, "Multi-task scheduling").
+/// Schedulers are compared on that one (docs/benchmarks.md, "Multi-task scheduling").
 
 #include "tunekit/replay/replay_kernel.hpp"
 #include "tunekit/multi_task_tuner.hpp"

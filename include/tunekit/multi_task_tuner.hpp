@@ -437,8 +437,8 @@ class MultiTaskTuner {
 /// with its tuner's evaluator, `p.turns` turns each, tasks one after the other. Returns per task
 /// the candidates fastest first (confirm_best; empty for a task with no successful trial). Each
 /// task's held config, History::best, is the lowest of many noisy means, so it is biased low (the
-/// winner's curse); the first confirmed candidate is the one to run (docs/performance.md,
-/// "Confirming each task's best"). Nothing is added to the histories.
+/// winner's curse); the first confirmed candidate is the one to run (docs/benchmarks.md,
+/// "Multi-task scheduling"). Nothing is added to the histories.
 template <class MT, class Kernels>
 std::vector<std::vector<Confirmed>> confirm_tasks(MT& mt, Kernels& kernels, Rng& rng, ConfirmParams p = {}) {
   p.validate();

@@ -9,7 +9,7 @@
 # conv2d_rows_kernel<MR, NV>). With AVX2 a broadcast cannot be
 # part of a multiply-add, so such an operand is a weight (or B) vector read again for each
 # multiply-add, which g++ 12 did in several tiles before load_to_register (simd.hpp), at half
-# their speed on a Zen 3 (docs/performance.md). Skips (77) when BINARY's kernels are not AVX2
+# their speed on a Zen 3 (docs/benchmarks.md). Skips (77) when BINARY's kernels are not AVX2
 # code (AVX-512, or a build without AVX).
 #
 #   tests/kernels/register_tiles.sh BINARY NAMES

@@ -143,7 +143,7 @@ TEST_CASE("confirm_best: fewer successes than top, none, and bad parameters") {
 // Measured when written (15 seeds, budget 200, default ConfirmParams, Deterministic's defaults):
 // mean score of the config held 0.949, of the confirmed one 0.966 (the best found 0.966); the
 // confirmed config was better in 11 seeds and worse in none. The five best configs of this space
-// lie within 1% and a config's samples vary by 3% (docs/performance.md).
+// lie within 1% and a config's samples vary by 3% (docs/benchmarks.md).
 TEST_CASE("confirm_best: on gemm_RTX_2080_Ti it picks a faster config than the one tpe-local holds") {
   auto k = tunekit::ReplayKernel::from_csv(std::string(TUNEKIT_DATASETS) + "/gemm_RTX_2080_Ti.csv");
   const tunekit::test::OmpThreads one(1);

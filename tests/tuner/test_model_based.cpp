@@ -38,8 +38,8 @@ Medians medians(const std::string& name) {
 }  // namespace
 
 // Measured (15 seeds, plan_size 32, AdaTune with its AdaptiveCV evaluator, each trial measured
-// with its own stream, Tuner::measurement_rng; docs/performance.md has the 25-seed table, from
-// before the per-trial streams, when these were 1.000/1.000, 0.966/0.973, 1.000/0.931 and
+// with its own stream, Tuner::measurement_rng; docs/benchmarks.md has the 25-seed table; before
+// the per-trial streams these were 1.000/1.000, 0.966/0.973, 1.000/0.931 and
 // 0.866/0.996):
 //   dataset            random  autotvm  adatune
 //   gemm_RTX_3090      0.871   0.987    1.000

@@ -104,10 +104,10 @@ TEST_CASE("tpe-local beats the presets at 50 on convolution_A100, and is level a
 // 0.843 / 0.921, chameleon 0.900 / 0.987; on convolution_A4000 tpe-gp-rf 0.965 / 0.989, the
 // default 0.965 / 0.989 (0.987 before its crossovers). The default's median at 50 on
 // gemm_RTX_3090 was 0.953 before its Gaussian process had a length scale per knob; over 100 seeds
-// its mean found score there rose (0.914 to 0.932, docs/performance.md, "A length scale per
-// knob"), and a 15-seed median of a space whose runs split in two falls on either side, so at 50
-// it is only asserted level or above Chameleon. (On convolution_A100 tpe-gp-rf's median run holds 0.679 at 100, below
-// Chameleon's and AutoTVM's: docs/performance.md.)
+// its mean found score there rose (0.914 to 0.932; git show a1c316f:docs/performance.md,
+// "A length scale per knob"), and a 15-seed median of a space whose runs split in two falls on
+// either side, so at 50 it is only asserted level or above Chameleon. (On convolution_A100
+// tpe-gp-rf's median run holds 0.679 at 100, below Chameleon's and AutoTVM's: the same file.)
 TEST_CASE("tpe-gp-rf beats the presets at 50 and 100 on gemm_RTX_3090, and so does tpe-gp-rf-restarts") {
   auto k = load("gemm_RTX_3090");
   const Table t = table<tunekit::TpeGpRfTuner>(k, "gemm_RTX_3090", "tpe-gp-rf");
@@ -142,7 +142,7 @@ AtSmallBudgets found_means_small(tunekit::ReplayKernel& k) {
 // Measured (100 seeds; mean found score at 25 / 50): gemm_RTX_2080_Ti tpe-gp 0.898 / 0.942,
 // tpe-local 0.868 / 0.924, random 0.805 / 0.839; gemm_RTX_3090 tpe-gp 0.844 / 0.932, tpe-local
 // 0.823 / 0.906, random 0.758 / 0.796. On the recorded convolutions tpe-local is ahead from 50 on
-// (docs/performance.md).
+// (git show a1c316f:docs/performance.md, "The Gaussian-process start").
 TEST_CASE("tpe-gp finds fast configs sooner than tpe-local on the GEMM spaces") {
   const tunekit::test::OmpThreads one(1);
   for (const char* name : {"gemm_RTX_2080_Ti", "gemm_RTX_3090"}) {
@@ -163,9 +163,10 @@ TEST_CASE("tpe-gp finds fast configs sooner than tpe-local on the GEMM spaces") 
 // restarts after 100 trials without improvement, a length scale per feature for the Gaussian
 // process and crossovers of the good configs after the model start, so its first 10 trials (the
 // start) are tpe-gp-rf's; on convolution_A100, where runs lock into a basin six knobs from the
-// optimum (docs/performance.md), the restarts find better configs by 400 (and the longer start
-// and the crossovers by 100-200 over 400 seeds: 0.923 against 0.879 at 200, docs/performance.md;
-// over these 40 seeds it is 0.043 ahead at 200, and asserted level).
+// optimum (git show a1c316f:docs/performance.md, "The bar over 400 seeds"), the restarts find
+// better configs by 400 (and the longer start and the crossovers by 100-200 over 400 seeds: 0.923
+// against 0.879 at 200, the same file, "Crossovers of the good configs"; over these 40 seeds it
+// is 0.043 ahead at 200, and asserted level).
 // Measured (seeds 0-39; mean found score at 200 / 400): tpe-gp-rf-restarts 0.949 / 0.982,
 // tpe-gp-rf 0.906 / 0.936.
 TEST_CASE("tpe-gp-rf-restarts: tpe-gp-rf's start, level at 200 and ahead at 400 on convolution_A100") {

@@ -5,7 +5,7 @@
 /// goes on. POSIX only (fork, pipe, poll, waitpid).
 ///
 /// Cost: one fork per measurement (page tables copied, memory shared copy-on-write) plus a thread
-/// start in the child; bench/bench_evaluator.cpp measures it (docs/performance.md).
+/// start in the child; bench/bench_evaluator.cpp measures it (docs/benchmarks.md, "Measurement").
 
 #include "tunekit/concepts/evaluator.hpp"
 #include "tunekit/core/child_process.hpp"

@@ -86,8 +86,8 @@ inline vfloat load_first(const float* p, std::size_t n) noexcept {
 /// and x86-64-v3) otherwise reads such a vector from memory once per multiply-add in some tiles
 /// (the conv2d's tiles of 2 to 4 positions, the gemm1x1's 4 x 1, 4 x 2, 4 x 3 and 6 x 2), and
 /// those loops then wait for loads: the conv2d's 4 x 3 tile ran at 42 GFLOPS on one Zen 3 core,
-/// 88 with its weights in registers (docs/performance.md). With AVX-512 g++ already holds them in
-/// registers, and other targets keep the plain load.
+/// 88 with its weights in registers (docs/benchmarks.md, "CPU conv2d against oneDNN"). With
+/// AVX-512 g++ already holds them in registers, and other targets keep the plain load.
 inline vfloat load_to_register(const float* p) noexcept {
   vfloat v = load(p);
 #if defined(__AVX__) && !defined(__AVX512F__)

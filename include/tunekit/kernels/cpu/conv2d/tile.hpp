@@ -65,8 +65,8 @@ void conv2d_tile(const float* in, const std::int32_t* off, const float* w, std::
   // conv2d_tile_position_registers positions, each xb[p] is a register of its own (the empty asm
   // hides from the compiler that they are in + p * ps apart; otherwise g++ 12 computes each
   // broadcast's address from the one before, an integer add per position and tap, and on Intel
-  // cores those adds share ports with the multiply-adds: docs/performance.md). Wider tiles, whose
-  // pointers would not fit the integer registers, keep the adds.
+  // cores those adds share ports with the multiply-adds: docs/benchmarks.md, "CPU conv2d").
+  // Wider tiles, whose pointers would not fit the integer registers, keep the adds.
   constexpr bool own_registers = P > 1 && P <= conv2d_tile_position_registers;
   const float* xb[P];
   if constexpr (own_registers) {

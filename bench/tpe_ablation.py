@@ -90,6 +90,38 @@ def compare(variant, reference, rng):
     return rows
 
 
+def summary(rows, keys):
+    """(cells per budget, e95 cell) over `keys`: mean difference [+above -below], and the geometric
+    mean e95 ratio [+slower -faster]."""
+    cells = []
+    for budget in BUDGETS:
+        got = [rows[k]["found"][budget] for k in keys if budget in rows[k]["found"]]
+        if not got:
+            cells.append("")
+            continue
+        mean = statistics.fmean(d for d, _, _ in got)
+        cells.append(f"{fmt(mean)} (+{sum(lo > 0 for _, lo, _ in got)} -{sum(hi < 0 for _, _, hi in got)})")
+    ratios = [rows[k]["e95"][0] for k in keys if math.isfinite(rows[k]["e95"][0]) and rows[k]["e95"][0] > 0]
+    geo = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else math.nan
+    slower = sum(rows[k]["e95"][1] > 1 for k in keys)
+    faster = sum(rows[k]["e95"][2] < 1 for k in keys)
+    return cells, f"{geo:.2f} (+{slower} -{faster})"
+
+
+def markdown(runs, reference, ref_search, rng):
+    print("| variant | spaces | " + " | ".join(f"B = {b}" for b in BUDGETS) + " | e95 ratio | search s per run |")
+    print("|---|---|" + "---|" * len(BUDGETS) + "---|---|")
+    print(f"| reference | {len(reference)} | " + " | ".join("" for _ in BUDGETS) + f" | 1 | {ref_search:.2f} |")
+    for name in sorted(runs):
+        if runs[name] is reference:
+            continue
+        rows = compare(runs[name], reference, rng)
+        keys = sorted(rows)
+        cells, e95 = summary(rows, keys)
+        search = statistics.fmean(rows[k]["search"] for k in keys)
+        print(f"| {name} | {len(keys)} | " + " | ".join(cells) + f" | {e95} | {search:.2f} |")
+
+
 def fmt(x, digits=3):
     return "inf" if math.isinf(x) else f"{x:+.{digits}f}"
 
@@ -99,6 +131,8 @@ def main():
     parser.add_argument("directory")
     parser.add_argument("--reference", default="default")
     parser.add_argument("--spaces", action="store_true", help="also one line per space")
+    parser.add_argument("--markdown", action="store_true",
+                        help="one Markdown row per variant over every space (the docs' table)")
     args = parser.parse_args()
     runs = read(args.directory)
     if args.reference not in runs:
@@ -110,6 +144,9 @@ def main():
     print(f"reference {args.reference}: mean search seconds per run {ref_search:.3f}; per group, the mean over "
           "its spaces of (variant - reference) mean found score, [+spaces above / -spaces below by 95% interval]; "
           "e95: geometric mean of the median e95 ratio [spaces slower / faster by 95% interval]")
+    if args.markdown:
+        markdown(runs, reference, ref_search, rng)
+        return
     header = "variant              group  n   " + "  ".join(f"B={b:>3}          " for b in BUDGETS) + \
         "  e95 ratio       search s"
     print(header)

@@ -70,6 +70,35 @@ struct KillWorkerAt {
   }
 };
 
+// A run of TunerT on 2 workers with no restart left, both killed once `at` trials are told: it
+// stops with a FarmError; resumed from its log on a new farm, it makes `serial`'s trials exactly
+// (nothing recorded is lost or taken out of order).
+template <class TunerT>
+void kill_then_resume(const SlowReplay& kernel, const tunekit::TunerOptions& options, std::uint64_t seed,
+                      std::size_t at, const tunekit::History& serial) {
+  tunekit::test::TempDir dir;
+  const auto log = dir.path / "farm.jsonl";
+  std::ostringstream warnings;
+  {
+    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2), .restarts = 0}, &warnings);
+    TunerT parallel(kernel.space(), options);
+    tunekit::Rng prng(seed);
+    KillWorkerAt killer{&farm, at, 0, 2};
+    CHECK_THROWS_AS(parallel.tune(kernel, farm, prng, tunekit::LogToFile(log, &warnings), killer), tunekit::FarmError);
+    CHECK(killer.killed == 2);
+    CHECK(parallel.history().size() >= at);
+    CHECK(parallel.history().size() < serial.size());
+  }
+  TunerT resumed(kernel.space(), options);
+  CHECK(tunekit::resume_exact(resumed, log, kernel.name(), &warnings) >= at);
+  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2)}, &warnings);
+  tunekit::Rng rrng(seed);
+  CHECK(resumed.tune(kernel, farm, rrng, tunekit::LogToFile(log, &warnings)).trials == serial.size());
+  check_same_trials(serial, resumed.history());
+  CHECK(warnings.str().find("not an exact continuation") == std::string::npos);
+  CHECK(tunekit::read_records(log, kernel.space(), "").size() == serial.size());
+}
+
 }  // namespace
 
 TEST_CASE("local farm: 3 and 5 workers make the serial run's trials (AutoTVM, replayed)") {
@@ -155,37 +184,14 @@ TEST_CASE("local farm: a worker killed mid-run loses no record and the run compl
 }
 
 TEST_CASE("local farm: with no restart left a dead farm stops with a FarmError, and the run resumes exactly") {
-  tunekit::test::TempDir dir;
-  const auto log = dir.path / "farm.jsonl";
   const auto replay = gemm();
   SlowReplay kernel{&replay};
   const tunekit::TunerOptions options{.budget = {.trials = 50}, .plan_size = 10};
   tunekit::RandomSearchTuner serial(kernel.space(), options);
   tunekit::Rng rng(5);
   serial.tune(kernel, rng);
-
-  std::ostringstream warnings;
-  {
-    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2), .restarts = 0}, &warnings);
-    tunekit::RandomSearchTuner parallel(kernel.space(), options);
-    tunekit::Rng prng(5);
-    KillWorkerAt killer{&farm, 15, 0, 2};
-    CHECK_THROWS_AS(parallel.tune(kernel, farm, prng, tunekit::LogToFile(log, &warnings), killer), tunekit::FarmError);
-    CHECK(killer.killed == 2);
-    CHECK(parallel.history().size() >= 15);
-    CHECK(parallel.history().size() < 50);
-  }
-  // Resume from the log (serially here; a farm resumes alike): the uninterrupted run's trials.
-  tunekit::RandomSearchTuner resumed(kernel.space(), options);
-  const auto taken = tunekit::resume_exact(resumed, log, kernel.name(), &warnings);
-  CHECK(taken >= 15);
-  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2)}, &warnings);
-  tunekit::Rng rrng(5);
-  const auto result = resumed.tune(kernel, farm, rrng, tunekit::LogToFile(log, &warnings));
-  CHECK(result.trials == 50);
-  check_same_trials(serial.history(), resumed.history());
-  CHECK(warnings.str().find("not an exact continuation") == std::string::npos);
-  CHECK(tunekit::read_records(log, kernel.space(), "").size() == 50);
+  // Resumed on a farm (serially alike): the uninterrupted run's trials.
+  kill_then_resume<tunekit::RandomSearchTuner>(kernel, options, 5, 15, serial.history());
 }
 
 TEST_CASE("local farm: tunekit's search keeps its configs in flight, the serial window's trials, and resumes exactly") {
@@ -193,8 +199,6 @@ TEST_CASE("local farm: tunekit's search keeps its configs in flight, the serial 
   // detail::in_flight(2) = 3 configs in flight, told in trial order, each told result followed by
   // one more ask; serially, TunerOptions::parallel 3 makes the same window and the same trials.
   // Killed (both workers, no restart left), the run resumes exactly from its log on a new farm.
-  tunekit::test::TempDir dir;
-  const auto log = dir.path / "stream.jsonl";
   const auto replay = gemm();
   SlowReplay kernel{&replay};
   CHECK(tunekit::detail::in_flight(2) == 3);
@@ -213,23 +217,7 @@ TEST_CASE("local farm: tunekit's search keeps its configs in flight, the serial 
     CHECK(result.reason == tunekit::StopReason::trial_budget);
     check_same_trials(serial.history(), parallel.history());
   }
-  std::ostringstream warnings;
-  {
-    tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2), .restarts = 0}, &warnings);
-    tunekit::TpeTuner parallel(kernel.space(), options);
-    tunekit::Rng prng(7);
-    KillWorkerAt killer{&farm, 20, 0, 2};
-    CHECK_THROWS_AS(parallel.tune(kernel, farm, prng, tunekit::LogToFile(log, &warnings), killer), tunekit::FarmError);
-    CHECK(parallel.history().size() >= 20);
-    CHECK(parallel.history().size() < 45);
-  }
-  tunekit::TpeTuner resumed(kernel.space(), options);
-  CHECK(tunekit::resume_exact(resumed, log, kernel.name(), &warnings) >= 20);
-  tunekit::LocalFarm farm({.devices = tunekit::cpu_workers(2)}, &warnings);
-  tunekit::Rng rrng(7);
-  CHECK(resumed.tune(kernel, farm, rrng, tunekit::LogToFile(log, &warnings)).trials == 45);
-  check_same_trials(serial.history(), resumed.history());
-  CHECK(warnings.str().find("not an exact continuation") == std::string::npos);
+  kill_then_resume<tunekit::TpeTuner>(kernel, options, 7, 20, serial.history());
   // The tpe-* presets measure rounds, as when their names were given: the serial run's trials.
   tunekit::TpeGpRfRestartsTuner legacy_serial(kernel.space(), options), legacy_farm(kernel.space(), options);
   tunekit::Rng ls(2), lf(2);

@@ -43,6 +43,17 @@ struct TpeModel<InTurns<Models...>> {
 
 namespace detail {
 
+// The model and acquisition of a TreeParzen part (ModelStart, ModelPick): a Surrogate with a
+// predictive standard deviation, an Acquisition.
+template <class S, class A>
+constexpr bool check_tpe_model() {
+  static_assert(check_surrogate<S>());
+  static_assert(UncertainSurrogate<S>, "tunekit::TreeParzen: a model start's or model pick's surrogate needs a "
+                                       "predictive standard deviation (a tunekit::UncertainSurrogate)");
+  static_assert(check_acquisition<A>());
+  return true;
+}
+
 // A model's last fit, where the next fit's ascent may start (a GaussianProcess's log kernel
 // weights: GaussianProcess::fit_from): the phase it was in and the configs it was fitted on.
 struct WarmStart {

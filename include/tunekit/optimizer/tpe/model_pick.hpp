@@ -33,10 +33,7 @@ struct ModelPickParams {
 /// the improvement kind.
 template <class SurrogateT = GaussianProcess, class AcquisitionT = ExpectedImprovement>
 class ModelPick {
-  static_assert(check_surrogate<SurrogateT>());
-  static_assert(UncertainSurrogate<SurrogateT>, "tunekit::ModelPick: the model needs a predictive standard "
-                                                "deviation (a tunekit::UncertainSurrogate)");
-  static_assert(check_acquisition<AcquisitionT>());
+  static_assert(detail::check_tpe_model<SurrogateT, AcquisitionT>());
 
  public:
   static constexpr SourceStage stage = SourceStage::pick;

@@ -35,10 +35,7 @@ struct ModelStartParams {
 /// fastest configs need, the Gaussian process a smooth trend.
 template <class SurrogateT = InTurns<RandomForest, GaussianProcess>, class AcquisitionT = ExpectedImprovement>
 class ModelStart {
-  static_assert(check_surrogate<SurrogateT>());
-  static_assert(UncertainSurrogate<SurrogateT>, "tunekit::ModelStart: the model needs a predictive standard "
-                                                "deviation (a tunekit::UncertainSurrogate)");
-  static_assert(check_acquisition<AcquisitionT>());
+  static_assert(detail::check_tpe_model<SurrogateT, AcquisitionT>());
 
  public:
   ModelStart() = default;

@@ -56,7 +56,7 @@ class ModelStart {
   }
 
   /// `count` distinct candidates, best first: the model is fitted on the phase's successful
-  /// configs and `lies` (configs handed out, not measured yet) at the slowest of their log times,
+  /// configs and `lies` (configs handed out, not measured yet) at the mean of their log times,
   /// and each pick after the first on those and the picks before it (a constant liar), so that a
   /// batch spreads out.
   std::vector<std::size_t> pick(const TpeRound& round, const CandidatePool& pool, std::size_t count,

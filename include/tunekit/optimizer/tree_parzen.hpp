@@ -164,6 +164,8 @@ struct TreeParzenRound {
   double misses[sources]{};
 };
 
+namespace detail {
+
 /// tunekit's own search (an Optimizer; needs no surrogate: its model is fitted on the history).
 ///
 /// 1. Start: `startup` configs chosen one by one, each the farthest (mean per-knob distance:
@@ -214,10 +216,11 @@ struct TreeParzenRound {
 /// The source statistics and the Gaussian processes' last length scales (gp_ard_warm_steps,
 /// model_source_warm_steps) are the optimizer's only state besides its parameters; an exact
 /// resume (re-execution) rebuilds them. The phases are derived from the history at each round.
-class TreeParzen {
+template <class = void>
+class TreeParzenImpl {
  public:
-  TreeParzen() = default;
-  explicit TreeParzen(TreeParzenParams params) : params_(std::move(params)) { params_.validate(); }
+  TreeParzenImpl() = default;
+  explicit TreeParzenImpl(TreeParzenParams params) : params_(std::move(params)) { params_.validate(); }
 
   const TreeParzenParams& params() const noexcept { return params_; }
   /// What the last propose did.
@@ -653,6 +656,11 @@ class TreeParzen {
   double hits_[kSources]{};
   double misses_[kSources]{};
 };
+}  // namespace detail
+
+/// detail::TreeParzenImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using TreeParzen = detail::TreeParzenImpl<>;
 
 static_assert(Optimizer<TreeParzen>);
 

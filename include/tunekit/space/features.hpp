@@ -87,7 +87,8 @@ inline void write_features(const SearchSpace& space, const Config& c, std::span<
 }
 
 /// The feature matrix of a set of configs, one row per config.
-inline Eigen::MatrixXd feature_matrix(const SearchSpace& space, std::span<const Config> configs) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd feature_matrix(const SearchSpace& space, std::span<const Config> configs) {
   const auto nf = feature_count(space);
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x(configs.size(), nf);
   for (std::size_t r = 0; r < configs.size(); ++r)

@@ -56,6 +56,8 @@ struct PpoBatch {
   Eigen::RowVectorXd target;
 };
 
+namespace detail {
+
 /// The actor-critic network of the PPO agent: one action head per knob (a softmax over
 /// {decrement, stay, increment}) and a state-value head, sharing their first layer:
 ///     h1 = tanh(W1 s + b1)                                  (shared)
@@ -63,13 +65,14 @@ struct PpoBatch {
 ///     critic: v = wv tanh(Wc h1 + bc) + bv
 /// The policy is the product of the knobs' categorical distributions, so
 /// log pi(a | s) = sum_k log softmax_k(logits)[a_k] and its entropy is the sum of the heads'.
-class ActorCritic {
+template <class = void>
+class ActorCriticImpl {
  public:
   /// Actions per knob.
   static constexpr std::size_t actions = 3;
 
-  ActorCritic() = default;
-  ActorCritic(std::size_t dims, std::size_t hidden, Rng& rng)
+  ActorCriticImpl() = default;
+  ActorCriticImpl(std::size_t dims, std::size_t hidden, Rng& rng)
       : shared_(dims, hidden, rng),
         actor_hidden_(hidden, hidden, rng),
         actor_out_(hidden, actions * dims, rng),
@@ -166,6 +169,11 @@ class ActorCritic {
 
   Dense shared_, actor_hidden_, actor_out_, critic_hidden_, critic_out_;
 };
+}  // namespace detail
+
+/// detail::ActorCriticImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using ActorCritic = detail::ActorCriticImpl<>;
 
 }  // namespace tunekit
 

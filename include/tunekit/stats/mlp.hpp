@@ -38,14 +38,17 @@ struct ParameterBlock {
   std::span<const double> gradient{};
 };
 
+namespace detail {
+
 /// A fully connected layer y = W x + b, applied to every column of a batch.
 ///
 /// Initialised with Glorot-uniform weights (U(-a, a), a = sqrt(6 / (in + out)); Glorot & Bengio
 /// 2010, TensorFlow's default for dense layers) and zero biases.
-class Dense {
+template <class = void>
+class DenseImpl {
  public:
-  Dense() = default;
-  Dense(std::size_t inputs, std::size_t outputs, Rng& rng)
+  DenseImpl() = default;
+  DenseImpl(std::size_t inputs, std::size_t outputs, Rng& rng)
       : weight_(static_cast<Eigen::Index>(outputs), static_cast<Eigen::Index>(inputs)),
         bias_(Eigen::VectorXd::Zero(static_cast<Eigen::Index>(outputs))) {
     if (inputs == 0 || outputs == 0) throw std::invalid_argument("Dense: inputs and outputs must be >= 1");
@@ -102,18 +105,26 @@ class Dense {
   Eigen::MatrixXd grad_weight_;
   Eigen::VectorXd grad_bias_;
 };
+}  // namespace detail
+
+/// detail::DenseImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using Dense = detail::DenseImpl<>;
 
 /// tanh, elementwise.
-inline Eigen::MatrixXd tanh_forward(const Eigen::MatrixXd& x) { return x.array().tanh().matrix(); }
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd tanh_forward(const Eigen::MatrixXd& x) { return x.array().tanh().matrix(); }
 
 /// dL/dx of y = tanh(x), from y and dL/dy: dL/dy * (1 - y^2).
-inline Eigen::MatrixXd tanh_backward(const Eigen::MatrixXd& y, const Eigen::MatrixXd& dy) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd tanh_backward(const Eigen::MatrixXd& y, const Eigen::MatrixXd& dy) {
   return (dy.array() * (1.0 - y.array().square())).matrix();
 }
 
 /// log softmax within each group of `group` consecutive rows, per column (one categorical
 /// distribution per group and sample): z_i - max - log sum_j exp(z_j - max).
-inline Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
   const auto g = static_cast<Eigen::Index>(group);
   if (group == 0 || logits.rows() % g != 0)
     throw std::invalid_argument("group_log_softmax: the rows must be a multiple of group >= 1");
@@ -129,7 +140,8 @@ inline Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::siz
 }
 
 /// softmax within each group of `group` consecutive rows, per column.
-inline Eigen::MatrixXd group_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd group_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
   return group_log_softmax(logits, group).array().unaryExpr([](double v) { return std::exp(v); }).matrix();
 }
 
@@ -149,13 +161,16 @@ struct AdamParams {
   }
 };
 
+namespace detail {
+
 /// Adam: per parameter, m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2, and
 /// theta -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon). The moments of the
 /// i-th block passed to `step` persist between steps: pass the same blocks in the same order.
-class Adam {
+template <class = void>
+class AdamImpl {
  public:
-  Adam() = default;
-  explicit Adam(AdamParams params) : params_(params) { params_.validate(); }
+  AdamImpl() = default;
+  explicit AdamImpl(AdamParams params) : params_(params) { params_.validate(); }
 
   /// One descent step on every block, with the gradients they hold.
   void step(std::span<const ParameterBlock> blocks) {
@@ -192,6 +207,11 @@ class Adam {
   std::vector<Eigen::ArrayXd> m_, v_;
   std::size_t t_ = 0;
 };
+}  // namespace detail
+
+/// detail::AdamImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using Adam = detail::AdamImpl<>;
 
 }  // namespace tunekit
 

@@ -66,12 +66,15 @@ struct BinningParams {
   }
 };
 
-/// A feature matrix quantised to bin codes (column-major), with each feature's cut points.
-class BinnedMatrix {
- public:
-  BinnedMatrix() = default;
+namespace detail {
 
-  BinnedMatrix(const Eigen::MatrixXd& x, const BinningParams& params = {}) {
+/// A feature matrix quantised to bin codes (column-major), with each feature's cut points.
+template <class = void>
+class BinnedMatrixImpl {
+ public:
+  BinnedMatrixImpl() = default;
+
+  BinnedMatrixImpl(const Eigen::MatrixXd& x, const BinningParams& params = {}) {
     params.validate();
     rows_ = static_cast<std::size_t>(x.rows());
     cols_ = static_cast<std::size_t>(x.cols());
@@ -164,6 +167,11 @@ class BinnedMatrix {
   std::vector<std::uint16_t> codes_;
   std::vector<std::vector<double>> cuts_;
 };
+}  // namespace detail
+
+/// detail::BinnedMatrixImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using BinnedMatrix = detail::BinnedMatrixImpl<>;
 
 /// How one tree is grown.
 struct TreeParams {
@@ -188,15 +196,18 @@ struct TreeParams {
   }
 };
 
+namespace detail {
+
 /// A regression tree as flat arrays; node 0 is the root, a leaf has left == -1.
-class RegressionTree {
+template <class = void>
+class RegressionTreeImpl {
  public:
   /// Grows a tree over the rows `rows` of `x` with gradient statistics g, h (indexed by row;
   /// rows not listed are ignored). Draws feature subsets from `rng` (nothing when
   /// feature_fraction is 1). If `leaf_of` is not empty (one entry per row of x), it receives
   /// the leaf node of each listed row (the others are left as they are): boosting updates its
   /// training predictions from it without walking the tree.
-  static RegressionTree grow(const BinnedMatrix& x, std::span<const double> g,
+  static RegressionTreeImpl grow(const BinnedMatrix& x, std::span<const double> g,
                              std::span<const double> h, std::vector<std::uint32_t> rows,
                              const TreeParams& params, Rng& rng,
                              std::span<std::int32_t> leaf_of = {}) {
@@ -205,7 +216,7 @@ class RegressionTree {
       throw std::invalid_argument("RegressionTree::grow: g and h need one entry per row");
     if (!leaf_of.empty() && leaf_of.size() != x.rows())
       throw std::invalid_argument("RegressionTree::grow: leaf_of needs one entry per row");
-    RegressionTree t;
+    RegressionTreeImpl t;
     Builder b{x, g, h, params, rng, t, std::move(rows), leaf_of, {}, {}, {}, {}, {}, 1};
     b.init();
     b.node(0, b.rows.size(), 0);
@@ -214,8 +225,8 @@ class RegressionTree {
   }
 
   /// A single leaf predicting `value`.
-  static RegressionTree constant(double value) {
-    RegressionTree t;
+  static RegressionTreeImpl constant(double value) {
+    RegressionTreeImpl t;
     t.push(value);
     return t;
   }
@@ -333,7 +344,7 @@ class RegressionTree {
     std::span<const double> g, h;
     const TreeParams& p;
     Rng& rng;
-    RegressionTree& tree;
+    RegressionTreeImpl& tree;
     std::vector<std::uint32_t> rows;
     std::span<std::int32_t> leaf_of;       // leaf of each row (when not empty)
     std::vector<std::size_t> features;     // candidate features (shuffled for subsampling)
@@ -612,6 +623,11 @@ class RegressionTree {
   std::vector<double> value_;
   std::size_t depth_ = 0;
 };
+}  // namespace detail
+
+/// detail::RegressionTreeImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using RegressionTree = detail::RegressionTreeImpl<>;
 
 }  // namespace tunekit
 

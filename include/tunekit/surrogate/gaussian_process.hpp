@@ -55,6 +55,8 @@ struct GaussianProcessParams {
   }
 };
 
+namespace detail {
+
 /// Gaussian-process regression, zero mean on standardised targets:
 ///     k(a, b) = exp(-sum_j (a_j - b_j)^2 / (2 l_j^2 p)),   K = k(X, X) + noise I,
 ///     mean(x) = k(x, X) K^-1 y,   var(x) = k(x, x) - k(x, X) K^-1 k(X, x)   (latent function),
@@ -65,10 +67,11 @@ struct GaussianProcessParams {
 /// (2 ard_prior_sd^2) from there, by the gradient dL/dt_j = tr((a a' - K^-1) dK/dt_j) / 2 in
 /// t_j = -log(l_j^2 p) (a = K^-1 y) with a backtracking step. A fit costs O(n^3) per length scale
 /// or step (a Cholesky factorisation), a prediction O(n^2).
-class GaussianProcess {
+template <class = void>
+class GaussianProcessImpl {
  public:
-  GaussianProcess() = default;
-  explicit GaussianProcess(GaussianProcessParams params) : params_(std::move(params)) { params_.validate(); }
+  GaussianProcessImpl() = default;
+  explicit GaussianProcessImpl(GaussianProcessParams params) : params_(std::move(params)) { params_.validate(); }
 
   const GaussianProcessParams& params() const noexcept { return params_; }
 
@@ -261,6 +264,11 @@ class GaussianProcess {
   bool ard_ = false;
   double log_likelihood_ = -std::numeric_limits<double>::infinity();
 };
+}  // namespace detail
+
+/// detail::GaussianProcessImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using GaussianProcess = detail::GaussianProcessImpl<>;
 
 static_assert(UncertainSurrogate<GaussianProcess>);
 

@@ -92,8 +92,9 @@ struct GradientBoostedTreesParams {
 /// AutoTVM's average recall@n (xgboost_cost_model.py, xgb_average_recalln_curve_score): order
 /// the rows by prediction (descending), rank their labels (0 = best), and average over i < n the
 /// recall curve ret[i] = #{k < i : rank_k <= i} / (i + 1). Ties are broken by row order.
-inline double average_recall(const Eigen::VectorXd& predictions, const Eigen::VectorXd& labels,
-                             std::size_t n) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+double average_recall(const Eigen::VectorXd& predictions, const Eigen::VectorXd& labels,
+                      std::size_t n) {
   const auto rows = static_cast<std::size_t>(labels.size());
   std::vector<std::size_t> trials(rows);
   std::iota(trials.begin(), trials.end(), 0);
@@ -121,18 +122,21 @@ inline double average_recall(const Eigen::VectorXd& predictions, const Eigen::Ve
   return sum / static_cast<double>(n);
 }
 
+namespace detail {
+
 /// AutoTVM's cost model: boosted regression trees on throughput. fit() normalises the targets
 /// by their maximum (y / max(y) when max(y) > 0), boosts up to max_rounds trees and stops early
 /// on the training set's average recall@plan_size, keeping the trees up to the best round
 /// (without early stopping, early_stopping_rounds = 0, it keeps all max_rounds trees).
 /// predict() returns, for squared error, the prediction in the units of y (normalised prediction
 /// times max(y)); for the rank loss, the raw score (only its order is meaningful).
-class GradientBoostedTrees {
+template <class = void>
+class GradientBoostedTreesImpl {
  public:
   using Params = GradientBoostedTreesParams;
 
-  GradientBoostedTrees() = default;
-  explicit GradientBoostedTrees(Params params) : params_(params) { params_.validate(); }
+  GradientBoostedTreesImpl() = default;
+  explicit GradientBoostedTreesImpl(Params params) : params_(params) { params_.validate(); }
 
   void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
     params_.validate();
@@ -261,6 +265,11 @@ class GradientBoostedTrees {
   double scale_ = 1.0;
   double recall_ = 0.0;
 };
+}  // namespace detail
+
+/// detail::GradientBoostedTreesImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using GradientBoostedTrees = detail::GradientBoostedTreesImpl<>;
 
 static_assert(Surrogate<GradientBoostedTrees>);
 

@@ -45,8 +45,9 @@ enum class ForestVariance {
 /// the correction by the empirical variance of the in-bag counts, which is 1 - 1/n for the
 /// bootstrap; this is the paper's formula, with that factor 1.) Computed as
 /// Cov = Tc * N^T / B (q x n; centring T suffices, Tc 1 = 0), V_IJ = rowwise squared norm.
-inline Eigen::VectorXd infinitesimal_jackknife_variance(const Eigen::MatrixXd& inbag,
-                                                        const Eigen::MatrixXd& tree_predictions) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::VectorXd infinitesimal_jackknife_variance(const Eigen::MatrixXd& inbag,
+                                                 const Eigen::MatrixXd& tree_predictions) {
   if (inbag.cols() != tree_predictions.cols() || inbag.cols() == 0)
     throw std::invalid_argument("infinitesimal_jackknife_variance: inbag (n x B) and tree "
                                 "predictions (q x B) need the same B > 0");
@@ -99,6 +100,8 @@ struct RandomForestParams {
   }
 };
 
+namespace detail {
+
 /// A random forest regressor with uncertainty. fit() grows the bootstrap trees in parallel with
 /// OpenMP (one generator per tree, derived from the caller's in tree order before the parallel
 /// loop, so a seed gives the same forest for any thread count) and records the in-bag counts
@@ -108,12 +111,13 @@ struct RandomForestParams {
 /// squared out-of-bag residual of the training rows) only with add_residual_variance. The
 /// default, V_IJ-U alone, is the uncertainty of the model's mean (what AdaTune's expected
 /// improvement uses); it shrinks as data grow and does not cover measurement noise.
-class RandomForest {
+template <class = void>
+class RandomForestImpl {
  public:
   using Params = RandomForestParams;
 
-  RandomForest() = default;
-  explicit RandomForest(Params params) : params_(params) { params_.validate(); }
+  RandomForestImpl() = default;
+  explicit RandomForestImpl(Params params) : params_(params) { params_.validate(); }
 
   void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
     params_.validate();
@@ -227,6 +231,11 @@ class RandomForest {
   Eigen::MatrixXd inbag_;
   double residual_variance_ = 0.0;
 };
+}  // namespace detail
+
+/// detail::RandomForestImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using RandomForest = detail::RandomForestImpl<>;
 
 static_assert(Surrogate<RandomForest>);
 static_assert(UncertainSurrogate<RandomForest>);

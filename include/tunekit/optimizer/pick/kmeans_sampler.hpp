@@ -29,8 +29,9 @@ namespace tunekit {
 /// SearchSpace::add_inactive), that config's valid neighbours (SearchSpace::neighbours), and the
 /// configs in `fallback` (all valid). The first of these wins a tie. std::nullopt when none of
 /// them is valid.
-inline std::optional<Config> nearest_valid_config(const SearchSpace& space, const Eigen::RowVectorXd& point,
-                                                  std::span<const Config> fallback) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::optional<Config> nearest_valid_config(const SearchSpace& space, const Eigen::RowVectorXd& point,
+                                           std::span<const Config> fallback) {
   const std::size_t dims = space.dimensions();
   if (static_cast<std::size_t>(point.size()) != dims)
     throw std::invalid_argument("nearest_valid_config: the point has the wrong number of dimensions");
@@ -157,6 +158,8 @@ struct KMeansPickReport {
   std::size_t synthesized = 0;
 };
 
+namespace detail {
+
 /// Chameleon's adaptive sampling: instead of measuring the search's n best candidates, cluster
 /// them with k-means in knob-index space for k = 8, 16, ... up to n and stop at the knee
 /// (kmeans_knee: threshold * loss_k >= loss_previous), then measure one config per cluster:
@@ -169,12 +172,13 @@ struct KMeansPickReport {
 /// usually fewer than n: similar candidates cost one measurement, which is where Chameleon saves
 /// measurements (Shortfall::measure_less: the batch is these configs plus the exploration's
 /// random share).
-class KMeansSampler {
+template <class = void>
+class KMeansSamplerImpl {
  public:
   static constexpr Shortfall shortfall = Shortfall::measure_less;
 
-  KMeansSampler() = default;
-  explicit KMeansSampler(KMeansSamplerParams params) : params_(params) { params_.validate(); }
+  KMeansSamplerImpl() = default;
+  explicit KMeansSamplerImpl(KMeansSamplerParams params) : params_(params) { params_.validate(); }
 
   std::size_t candidates(std::size_t n) const {
     params_.validate();
@@ -241,6 +245,11 @@ class KMeansSampler {
   KMeansSamplerParams params_{};
   KMeansPickReport last_{};
 };
+}  // namespace detail
+
+/// detail::KMeansSamplerImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using KMeansSampler = detail::KMeansSamplerImpl<>;
 
 static_assert(PickPolicy<KMeansSampler>);
 

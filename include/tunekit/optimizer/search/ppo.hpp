@@ -80,6 +80,8 @@ struct PpoParams {
   }
 };
 
+namespace detail {
+
 /// Chameleon's adaptive exploration: a PPO agent walks the space to maximise the acquisition.
 ///
 /// The environment: the state is the config's knob indices divided by their knobs' number of
@@ -103,10 +105,11 @@ struct PpoParams {
 /// from one search to the next (the rounds of one task); a space with another number of knobs
 /// starts a new agent. Everything draws from the caller's generator in a fixed order: a seed
 /// gives the same search.
-class PpoSearch {
+template <class = void>
+class PpoSearchImpl {
  public:
-  PpoSearch() = default;
-  explicit PpoSearch(PpoParams params) : params_(params) { params_.validate(); }
+  PpoSearchImpl() = default;
+  explicit PpoSearchImpl(PpoParams params) : params_(params) { params_.validate(); }
 
   /// The top `num` unvisited configs by score that the walkers reached, best first. Requires
   /// ctx.score.
@@ -335,6 +338,11 @@ class PpoSearch {
   double mean_reward_ = 0.0;
   std::size_t updates_ = 0;
 };
+}  // namespace detail
+
+/// detail::PpoSearchImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using PpoSearch = detail::PpoSearchImpl<>;
 
 static_assert(Search<PpoSearch>);
 

@@ -3,6 +3,7 @@
 /// ParzenEstimator: a multivariate kernel density over the configs of a search space (TPE's l(x)
 /// and g(x); Bergstra et al., NeurIPS 2011, in the multivariate form of Falkner et al., ICML 2018).
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/space/search_space.hpp"
 
@@ -44,8 +45,10 @@ namespace detail {
 /// Ordered knobs (ordinal, power-of-two, split) get a Gaussian over value positions, normalised
 /// over the knob's values; unordered knobs (boolean, categorical) an Aitchison-Aitken kernel.
 /// Used by TreeParzen for the densities of good configs, of the others, and of failures.
-template <class = void>
+template <class Lazy = void>
 class ParzenEstimatorImpl {
+  // Eigen's types through Lazy: see Deferred.
+
  public:
   /// Kernels on `centres` with weights (1 each when `weights` is empty).
   ParzenEstimatorImpl(const SearchSpace& space, std::span<const Config> centres, std::span<const double> weights = {},

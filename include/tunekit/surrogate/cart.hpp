@@ -24,6 +24,7 @@
 ///
 /// Trees are stored as flat arrays (feature, threshold, left, right, value) in pre-order.
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/core/random.hpp"
 
@@ -69,12 +70,15 @@ struct BinningParams {
 namespace detail {
 
 /// A feature matrix quantised to bin codes (column-major), with each feature's cut points.
-template <class = void>
+template <class Lazy = void>
 class BinnedMatrixImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+
  public:
   BinnedMatrixImpl() = default;
 
-  BinnedMatrixImpl(const Eigen::MatrixXd& x, const BinningParams& params = {}) {
+  BinnedMatrixImpl(const MatrixXd& x, const BinningParams& params = {}) {
     params.validate();
     rows_ = static_cast<std::size_t>(x.rows());
     cols_ = static_cast<std::size_t>(x.cols());
@@ -199,8 +203,12 @@ struct TreeParams {
 namespace detail {
 
 /// A regression tree as flat arrays; node 0 is the root, a leaf has left == -1.
-template <class = void>
+template <class Lazy = void>
 class RegressionTreeImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
   /// Grows a tree over the rows `rows` of `x` with gradient statistics g, h (indexed by row;
   /// rows not listed are ignored). Draws feature subsets from `rng` (nothing when
@@ -243,7 +251,7 @@ class RegressionTreeImpl {
   }
 
   /// The prediction for row r of x.
-  double predict_row(const Eigen::MatrixXd& x, Eigen::Index r) const noexcept {
+  double predict_row(const MatrixXd& x, Eigen::Index r) const noexcept {
     std::size_t n = 0;
     for (std::int32_t l = left_[0]; l >= 0; l = left_[n]) {
       // Both children are loaded, so that the choice compiles to a conditional move rather
@@ -255,12 +263,12 @@ class RegressionTreeImpl {
   }
 
   /// out[r] += the prediction of row r, for every row of x.
-  void predict_add(const Eigen::MatrixXd& x, Eigen::Ref<Eigen::VectorXd> out) const {
+  void predict_add(const MatrixXd& x, Eigen::Ref<VectorXd> out) const {
     predict_add(x, 0, {out.data(), static_cast<std::size_t>(out.size())});
   }
 
   /// out[k] += the prediction of row first + k of x, for k < out.size().
-  void predict_add(const Eigen::MatrixXd& x, Eigen::Index first, std::span<double> out) const {
+  void predict_add(const MatrixXd& x, Eigen::Index first, std::span<double> out) const {
     // Blocks of rows descend the tree in lockstep, one level per pass, without branches (a
     // leaf stays where it is), so that the rows' walks overlap rather than wait for each other.
     constexpr Eigen::Index block = 32;
@@ -281,8 +289,8 @@ class RegressionTreeImpl {
     }
   }
 
-  Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
-    Eigen::VectorXd out = Eigen::VectorXd::Zero(x.rows());
+  VectorXd predict(const MatrixXd& x) const {
+    VectorXd out = VectorXd::Zero(x.rows());
     predict_add(x, out);
     return out;
   }

@@ -4,6 +4,7 @@
 /// Guestrin 2016) with AutoTVM's hyperparameters and training schedule (XGBoostCostModel).
 
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
 
@@ -130,22 +131,26 @@ namespace detail {
 /// (without early stopping, early_stopping_rounds = 0, it keeps all max_rounds trees).
 /// predict() returns, for squared error, the prediction in the units of y (normalised prediction
 /// times max(y)); for the rank loss, the raw score (only its order is meaningful).
-template <class = void>
+template <class Lazy = void>
 class GradientBoostedTreesImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
   using Params = GradientBoostedTreesParams;
 
   GradientBoostedTreesImpl() = default;
   explicit GradientBoostedTreesImpl(Params params) : params_(params) { params_.validate(); }
 
-  void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
+  void fit(const MatrixXd& x, const VectorXd& y, Rng& rng) {
     params_.validate();
     if (x.rows() != y.size() || x.rows() == 0)
       throw std::invalid_argument("GradientBoostedTrees::fit: X and y need the same number (> 0) of rows");
     const auto n = static_cast<std::size_t>(x.rows());
     const double ymax = y.maxCoeff();
     scale_ = ymax > 0 ? ymax : 1.0;
-    const Eigen::VectorXd yn = y / scale_;
+    const VectorXd yn = y / scale_;
     base_ = params_.loss == BoostingLoss::squared_error ? params_.base_score : 0.0;
 
     const BinnedMatrix binned(x, params_.binning);
@@ -155,7 +160,7 @@ class GradientBoostedTreesImpl {
                         .gamma = params_.gamma,
                         .feature_fraction = params_.feature_fraction};
     trees_.clear();
-    Eigen::VectorXd pred = Eigen::VectorXd::Constant(x.rows(), base_);
+    VectorXd pred = VectorXd::Constant(x.rows(), base_);
     std::vector<double> g(n), h(n);
     std::vector<std::uint32_t> rows;
     std::vector<std::int32_t> leaf_of(n);
@@ -195,9 +200,9 @@ class GradientBoostedTreesImpl {
     recall_ = best_score;
   }
 
-  Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
+  VectorXd predict(const MatrixXd& x) const {
     if (trees_.empty()) throw std::logic_error("GradientBoostedTrees: predict before fit");
-    Eigen::VectorXd out = Eigen::VectorXd::Constant(x.rows(), base_);
+    VectorXd out = VectorXd::Constant(x.rows(), base_);
     // Chunks of rows in parallel, each through the trees in order (so the sums do not depend
     // on the thread count); a small batch stays on one thread.
     constexpr Eigen::Index chunk = 512;
@@ -220,7 +225,7 @@ class GradientBoostedTreesImpl {
   double training_recall() const noexcept { return recall_; }
 
  private:
-  void gradients(const Eigen::VectorXd& pred, const Eigen::VectorXd& y, std::vector<double>& g,
+  void gradients(const VectorXd& pred, const VectorXd& y, std::vector<double>& g,
                  std::vector<double>& h, Rng& rng) const {
     const auto n = static_cast<std::size_t>(y.size());
     if (params_.loss == BoostingLoss::squared_error) {

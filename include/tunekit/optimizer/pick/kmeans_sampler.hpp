@@ -6,6 +6,7 @@
 /// synthesize_sample (Chameleon's sample synthesis).
 
 #include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/stats/kmeans.hpp"
 
 #include <Eigen/Core>
@@ -172,8 +173,11 @@ namespace detail {
 /// usually fewer than n: similar candidates cost one measurement, which is where Chameleon saves
 /// measurements (Shortfall::measure_less: the batch is these configs plus the exploration's
 /// random share).
-template <class = void>
+template <class Lazy = void>
 class KMeansSamplerImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+
  public:
   static constexpr Shortfall shortfall = Shortfall::measure_less;
 
@@ -193,7 +197,7 @@ class KMeansSamplerImpl {
     if (best_first.empty() || n == 0) return out;
     const SearchSpace& space = ctx.space;
     const std::size_t dims = space.dimensions();
-    Eigen::MatrixXd points(static_cast<Eigen::Index>(best_first.size()), static_cast<Eigen::Index>(dims));
+    MatrixXd points(static_cast<Eigen::Index>(best_first.size()), static_cast<Eigen::Index>(dims));
     std::vector<Config> configs;
     configs.reserve(best_first.size());
     for (std::size_t i = 0; i < best_first.size(); ++i) {

@@ -5,6 +5,7 @@
 /// search space against the acquisition over the surrogate. A Search of ModelBased.
 
 #include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/optimizer/candidate_list.hpp"
 #include "tunekit/stats/actor_critic.hpp"
 #include "tunekit/stats/mlp.hpp"
@@ -105,8 +106,12 @@ namespace detail {
 /// from one search to the next (the rounds of one task); a space with another number of knobs
 /// starts a new agent. Everything draws from the caller's generator in a fixed order: a seed
 /// gives the same search.
-template <class = void>
+template <class Lazy = void>
 class PpoSearchImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using RowVectorXd = Deferred<Eigen::RowVectorXd, Lazy>;
+
  public:
   PpoSearchImpl() = default;
   explicit PpoSearchImpl(PpoParams params) : params_(params) { params_.validate(); }
@@ -126,7 +131,7 @@ class PpoSearchImpl {
         static_cast<std::size_t>(std::min<std::uint64_t>(params_.episodes, space.product_size()));
     const auto w = static_cast<Eigen::Index>(walkers);
     const auto d = static_cast<Eigen::Index>(dims);
-    Eigen::RowVectorXd inv_size(d);
+    RowVectorXd inv_size(d);
     for (Eigen::Index k = 0; k < d; ++k) inv_size[k] = 1.0 / static_cast<double>(space.knob(static_cast<std::size_t>(k)).size());
 
     std::vector<Config> points;
@@ -140,15 +145,15 @@ class PpoSearchImpl {
       lowest = std::min(lowest, scores[i]);
     }
 
-    auto states_of = [&](Eigen::MatrixXd& s) {
+    auto states_of = [&](MatrixXd& s) {
       s.resize(d, w);
       for (Eigen::Index i = 0; i < w; ++i)
         for (Eigen::Index k = 0; k < d; ++k) s(k, i) = points[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)] * inv_size[k];
     };
     const std::size_t horizon = std::min(params_.horizon, params_.max_steps);
     Rollout roll(dims, walkers, horizon);
-    Eigen::MatrixXd states, log_probs;
-    Eigen::RowVectorXd values;
+    MatrixXd states, log_probs;
+    RowVectorXd values;
     std::vector<Config> moved;
     std::vector<std::size_t> moved_walker;
     std::vector<std::size_t> order(dims);
@@ -272,9 +277,9 @@ class PpoSearchImpl {
           rewards(static_cast<Eigen::Index>(walkers * horizon)) {}
     std::size_t walkers;
     std::size_t steps = 0;
-    Eigen::MatrixXd states;
+    MatrixXd states;
     Eigen::MatrixXi actions;
-    Eigen::RowVectorXd old_log_prob, values, rewards;
+    RowVectorXd old_log_prob, values, rewards;
   };
 
   static std::vector<double> checked_scores(const SearchContext& ctx, std::span<const Config> cs) {
@@ -286,11 +291,11 @@ class PpoSearchImpl {
 
   // GAE over the rollout (bootstrapped with `last_values`, the values of the states after its
   // last step), then `epochs` passes of minibatch Adam on the PPO loss.
-  void learn(const Rollout& roll, const Eigen::RowVectorXd& last_values, Rng& rng) {
+  void learn(const Rollout& roll, const RowVectorXd& last_values, Rng& rng) {
     const std::size_t walkers = roll.walkers;
     const std::size_t n = roll.steps * walkers;
     if (n == 0) return;
-    Eigen::RowVectorXd adv(static_cast<Eigen::Index>(n));
+    RowVectorXd adv(static_cast<Eigen::Index>(n));
     const double gamma = params_.discount, lambda = params_.gae_lambda;
     for (std::size_t i = 0; i < walkers; ++i) {
       double next_value = last_values[static_cast<Eigen::Index>(i)];
@@ -304,7 +309,7 @@ class PpoSearchImpl {
       }
     }
     const auto nn = static_cast<Eigen::Index>(n);
-    const Eigen::RowVectorXd target = adv + roll.values.head(nn);
+    const RowVectorXd target = adv + roll.values.head(nn);
     const double mean = adv.mean();
     const double sd = std::sqrt((adv.array() - mean).square().mean());
     adv = ((adv.array() - mean) / (sd > 1e-12 ? sd : 1.0)).matrix();

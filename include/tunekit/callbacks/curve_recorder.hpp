@@ -23,12 +23,15 @@ struct CurvePoint {
   double best_gflops = 0.0;
 };
 
+namespace detail {
+
 /// Records the tuning curve in memory and, when given a path, as CSV with the header
 /// `trial,tuning_seconds,wall_seconds,status,gflops,best_gflops`, a row flushed per trial.
-class CurveRecorder {
+template <class = void>
+class CurveRecorderImpl {
  public:
-  CurveRecorder() = default;
-  explicit CurveRecorder(const std::filesystem::path& csv) : out_(csv) {
+  CurveRecorderImpl() = default;
+  explicit CurveRecorderImpl(const std::filesystem::path& csv) : out_(csv) {
     if (!out_) throw std::runtime_error("cannot write curve CSV '" + csv.string() + "'");
     out_ << "trial,tuning_seconds,wall_seconds,status,gflops,best_gflops\n" << std::flush;
   }
@@ -51,6 +54,11 @@ class CurveRecorder {
   std::ofstream out_;
   std::vector<CurvePoint> points_;
 };
+}  // namespace detail
+
+/// detail::CurveRecorderImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using CurveRecorder = detail::CurveRecorderImpl<>;
 
 static_assert(Callback<CurveRecorder>);
 

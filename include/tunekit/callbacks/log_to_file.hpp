@@ -12,6 +12,8 @@
 
 namespace tunekit {
 
+namespace detail {
+
 /// Appends a record per measurement to a log (records/record.hpp gives the format), flushed
 /// before the next measurement starts; trials replayed from the log by an exact resume are in it
 /// already and are not written again. Resume a run from it with `tunekit::resume_exact` (the
@@ -19,13 +21,14 @@ namespace tunekit {
 ///
 /// `LogToFile::none()` logs nothing: for a program that decides at run time whether to log (one
 /// `tune` call either way), or for the MPI ranks that only measure (they must not open rank 0's log).
-class LogToFile {
+template <class = void>
+class LogToFileImpl {
  public:
-  explicit LogToFile(std::filesystem::path path, std::ostream* warnings = &std::cerr)
+  explicit LogToFileImpl(std::filesystem::path path, std::ostream* warnings = &std::cerr)
       : writer_(std::in_place, std::move(path), warnings) {}
 
   /// A LogToFile that writes nothing and opens no file; path() is empty.
-  static LogToFile none() { return LogToFile(); }
+  static LogToFileImpl none() { return LogToFileImpl(); }
 
   void on_measured(const TuningState& s, const Trial& t) {
     if (s.replayed || !writer_) return;
@@ -39,9 +42,14 @@ class LogToFile {
   }
 
  private:
-  LogToFile() = default;
+  LogToFileImpl() = default;
   std::optional<RecordWriter> writer_;
 };
+}  // namespace detail
+
+/// detail::LogToFileImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using LogToFile = detail::LogToFileImpl<>;
 
 static_assert(Callback<LogToFile>);
 

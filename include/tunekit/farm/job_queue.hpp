@@ -31,12 +31,13 @@ namespace tunekit::detail {
 ///
 /// A job put back (its worker died before it finished) is handed to the next worker that asks,
 /// before any other.
-class JobQueue {
+template <class = void>
+class JobQueueImpl {
  public:
-  JobQueue() = default;
+  JobQueueImpl() = default;
   /// The jobs of a batch for `workers` workers; `compile_ahead` false: no job is compiled ahead
   /// (a farm that measures each job in a child process, whose compilations would be lost).
-  JobQueue(std::span<const FarmJob> jobs, std::size_t workers, bool compile_ahead = true)
+  JobQueueImpl(std::span<const FarmJob> jobs, std::size_t workers, bool compile_ahead = true)
       : jobs_(jobs), held_by_(jobs.size(), free), waiting_(jobs.size(), true), held_(workers, 0),
         left_(jobs.size()),
         most_held_(compile_ahead && workers > 0 ? (jobs.size() + workers - 1) / workers - 1 : 0) {}
@@ -129,8 +130,13 @@ class JobQueue {
   std::size_t most_held_ = 0;  // jobs a worker holds at most (its share less one; 0: no compiling ahead)
 };
 
+/// JobQueueImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using JobQueue = JobQueueImpl<>;
+
 /// A job as a worker is handed it: with the configs it compiles ahead (JobQueue::take).
-inline FarmJob handed_job(const FarmJob& job, const std::vector<Config>& prefetch) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+FarmJob handed_job(const FarmJob& job, const std::vector<Config>& prefetch) {
   FarmJob out = job;
   out.prefetch = prefetch;
   return out;

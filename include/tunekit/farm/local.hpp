@@ -66,7 +66,8 @@ struct WorkerDevice {
 /// `workers` workers on the CPU: with `cores_per_worker` > 0, worker i is pinned to cores
 /// [i*c, (i+1)*c) with OMP_NUM_THREADS=c and named "cpu:first-last"; with 0, unpinned, named
 /// "cpu-worker:i".
-inline std::vector<WorkerDevice> cpu_workers(std::size_t workers, std::size_t cores_per_worker = 0) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::vector<WorkerDevice> cpu_workers(std::size_t workers, std::size_t cores_per_worker = 0) {
   std::vector<WorkerDevice> out;
   for (std::size_t i = 0; i < workers; ++i) {
     WorkerDevice d;
@@ -85,7 +86,8 @@ inline std::vector<WorkerDevice> cpu_workers(std::size_t workers, std::size_t co
 }
 
 /// One worker per GPU: worker i sees only GPU gpus[i] (CUDA_VISIBLE_DEVICES), named "cuda:g".
-inline std::vector<WorkerDevice> cuda_workers(const std::vector<int>& gpus) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::vector<WorkerDevice> cuda_workers(const std::vector<int>& gpus) {
   std::vector<WorkerDevice> out;
   for (int g : gpus) out.push_back({"cuda:" + std::to_string(g), {}, {{"CUDA_VISIBLE_DEVICES", std::to_string(g)}}});
   return out;
@@ -115,6 +117,8 @@ struct LocalFarmOptions {
   }
 };
 
+namespace detail {
+
 /// A MeasurementFarm of local worker processes, one per device (see the file comment). Jobs are
 /// handed out one at a time to each idle worker, in order, or in lanes with the configs each
 /// worker compiles ahead (detail::JobQueue, FarmJob::compile_ahead); results are handed to the
@@ -122,15 +126,16 @@ struct LocalFarmOptions {
 /// evaluator) is restarted and its job measured again (`attempts`); one that passes
 /// `timeout_seconds` is killed and restarted, its job recorded as `timeout`. Warnings go to
 /// `warnings`.
-class LocalFarm {
+template <class = void>
+class LocalFarmImpl {
  public:
-  explicit LocalFarm(LocalFarmOptions options, std::ostream* warnings = &std::cerr)
+  explicit LocalFarmImpl(LocalFarmOptions options, std::ostream* warnings = &std::cerr)
       : options_(std::move(options)), warnings_(warnings) {
     options_.validate();
   }
-  LocalFarm(const LocalFarm&) = delete;
-  LocalFarm& operator=(const LocalFarm&) = delete;
-  ~LocalFarm() { finish(); }
+  LocalFarmImpl(const LocalFarmImpl&) = delete;
+  LocalFarmImpl& operator=(const LocalFarmImpl&) = delete;
+  ~LocalFarmImpl() { finish(); }
 
   /// The number of workers (one per device).
   std::size_t workers() const noexcept { return options_.devices.size(); }
@@ -514,6 +519,11 @@ class LocalFarm {
   std::size_t restarted_ = 0;
   detail::JobQueue queue_{};  // the jobs of `measure` not handed out yet
 };
+}  // namespace detail
+
+/// detail::LocalFarmImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using LocalFarm = detail::LocalFarmImpl<>;
 
 static_assert(MeasurementFarm<LocalFarm>);
 

@@ -13,12 +13,15 @@
 
 namespace tunekit {
 
+namespace detail {
+
 /// The best `capacity` (score, config) pairs offered to it, excluding the configs in `visited`
 /// and duplicates; a new config enters only with a score strictly above the worst kept one.
 /// Holds a reference to `visited`: use it while that set is alive and unchanged.
-class CandidateList {
+template <class = void>
+class CandidateListImpl {
  public:
-  CandidateList(std::size_t capacity, const std::unordered_set<std::uint64_t>& visited)
+  CandidateListImpl(std::size_t capacity, const std::unordered_set<std::uint64_t>& visited)
       : capacity_(capacity), visited_(visited) {}
 
   /// Offers a config; returns whether the list changed.
@@ -58,5 +61,10 @@ class CandidateList {
   std::unordered_set<std::uint64_t> members_;
   std::priority_queue<Candidate, std::vector<Candidate>, Worse> heap_;
 };
+}  // namespace detail
+
+/// detail::CandidateListImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using CandidateList = detail::CandidateListImpl<>;
 
 }  // namespace tunekit

@@ -22,23 +22,26 @@
 
 namespace tunekit {
 
+namespace detail {
+
 /// Appends records to a log, one line each, written with a single write() and so on disk (in the
 /// OS's cache) before the next measurement starts: a killed process loses at most the line it
 /// was writing. Opening a log whose last line was cut off removes that partial line (a complete
 /// last line that only lacks its newline is ended instead).
-class RecordWriter {
+template <class = void>
+class RecordWriterImpl {
  public:
-  explicit RecordWriter(std::filesystem::path path, std::ostream* warnings = &std::cerr)
+  explicit RecordWriterImpl(std::filesystem::path path, std::ostream* warnings = &std::cerr)
       : path_(std::move(path)) {
     drop_partial_last_line(warnings);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0)
       throw std::runtime_error("cannot open log '" + path_.string() + "': " + std::strerror(errno));
   }
-  RecordWriter(const RecordWriter&) = delete;
-  RecordWriter& operator=(const RecordWriter&) = delete;
-  RecordWriter(RecordWriter&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
-  ~RecordWriter() {
+  RecordWriterImpl(const RecordWriterImpl&) = delete;
+  RecordWriterImpl& operator=(const RecordWriterImpl&) = delete;
+  RecordWriterImpl(RecordWriterImpl&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+  ~RecordWriterImpl() {
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -82,13 +85,19 @@ class RecordWriter {
   std::filesystem::path path_;
   int fd_ = -1;
 };
+}  // namespace detail
+
+/// detail::RecordWriterImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using RecordWriter = detail::RecordWriterImpl<>;
 
 /// Reads the records of one task from a log. A truncated last line (no newline at the end, not
 /// valid JSON: a killed writer) is skipped with a warning; any other malformed line is a
 /// RecordError naming the file and line number. Records of other tasks are skipped (their
 /// configs may belong to other spaces); an empty `task` reads them all.
-inline std::vector<Record> read_records(const std::filesystem::path& path, const SearchSpace& space,
-                                        const std::string& task, std::ostream* warnings = &std::cerr) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::vector<Record> read_records(const std::filesystem::path& path, const SearchSpace& space,
+                                 const std::string& task, std::ostream* warnings = &std::cerr) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw RecordError("cannot open log '" + path.string() + "'");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -127,7 +136,8 @@ inline std::vector<Record> read_records(const std::filesystem::path& path, const
 }
 
 /// The distinct task names in a log (for error messages).
-inline std::set<std::string> log_tasks(const std::filesystem::path& path) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::set<std::string> log_tasks(const std::filesystem::path& path) {
   std::set<std::string> tasks;
   std::ifstream in(path);
   std::string line;
@@ -150,13 +160,15 @@ concept TaskTuners = requires(M& m, std::size_t i) {
 namespace detail {
 
 // Whether a log exists and holds something.
-inline bool log_has_content(const std::filesystem::path& path) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+bool log_has_content(const std::filesystem::path& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0;
 }
 
 // The error for a log that has records but none of the tasks resumed (probably the wrong file).
-inline RecordError no_records_of(const std::filesystem::path& path, const std::string& what) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+RecordError no_records_of(const std::filesystem::path& path, const std::string& what) {
   const auto tasks = log_tasks(path);
   std::string names;
   for (const auto& t : tasks) names += (names.empty() ? "'" : ", '") + t + "'";

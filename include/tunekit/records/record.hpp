@@ -40,7 +40,8 @@ struct Record {
 };
 
 /// The current UTC time as ISO 8601 with milliseconds.
-inline std::string utc_timestamp() {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::string utc_timestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
   const auto ms =
@@ -54,7 +55,8 @@ inline std::string utc_timestamp() {
 }
 
 /// The config as a JSON object keyed by knob name, in knob order.
-inline nlohmann::ordered_json config_to_json(const SearchSpace& space, const Config& c) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+nlohmann::ordered_json config_to_json(const SearchSpace& space, const Config& c) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (std::size_t i = 0; i < space.dimensions(); ++i) {
     const Knob& k = space.knob(i);
@@ -72,7 +74,8 @@ inline nlohmann::ordered_json config_to_json(const SearchSpace& space, const Con
 
 /// The config of a JSON object keyed by knob name. Throws RecordError naming a missing or
 /// unknown knob or a value the knob does not have.
-inline Config config_from_json(const SearchSpace& space, const nlohmann::json& j) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Config config_from_json(const SearchSpace& space, const nlohmann::json& j) {
   if (!j.is_object()) throw RecordError("config is not an object");
   Config c(space.dimensions());
   for (std::size_t i = 0; i < space.dimensions(); ++i) {
@@ -103,7 +106,8 @@ inline Config config_from_json(const SearchSpace& space, const nlohmann::json& j
 }
 
 /// The record as a JSON object, keys in the documented order.
-inline nlohmann::ordered_json to_json(const SearchSpace& space, const Record& r) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+nlohmann::ordered_json to_json(const SearchSpace& space, const Record& r) {
   nlohmann::ordered_json j;
   j["task"] = r.task;
   j["device"] = r.device;
@@ -124,7 +128,8 @@ inline nlohmann::ordered_json to_json(const SearchSpace& space, const Record& r)
 
 /// The record of a parsed JSON object. Throws RecordError (or nlohmann::json::exception) on a
 /// missing field or a wrong type.
-inline Record record_from_json(const SearchSpace& space, const nlohmann::json& j) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Record record_from_json(const SearchSpace& space, const nlohmann::json& j) {
   if (!j.is_object()) throw RecordError("record is not a JSON object");
   Record r;
   r.task = j.at("task").get<std::string>();

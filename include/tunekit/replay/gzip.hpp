@@ -54,11 +54,12 @@ inline std::uint32_t crc32(std::string_view bytes, std::uint32_t crc = 0) noexce
 }
 
 /// One DEFLATE stream (RFC 1951) of `in` from byte `pos`, appended to `out`.
-class Inflater {
+template <class = void>
+class InflaterImpl {
  public:
   /// `window_start`: where in `out` this stream's output begins (a distance may not reach before
   /// it); `max_out`: the most bytes `out` may hold.
-  Inflater(std::string_view in, std::size_t pos, std::string& out, std::size_t max_out)
+  InflaterImpl(std::string_view in, std::size_t pos, std::string& out, std::size_t max_out)
       : in_(in), pos_(pos), out_(out), window_start_(out.size()), max_out_(max_out) {}
 
   /// Inflates the stream's blocks up to the final one; returns the offset of the first byte after
@@ -310,14 +311,19 @@ class Inflater {
   int have_ = 0;
 };
 
+/// InflaterImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using Inflater = InflaterImpl<>;
+
 }  // namespace detail
 
 /// The content of the gzip file `bytes`: its members' data, one after another. Throws GzipError
 /// (naming the byte offset) for a file that is not gzip, is truncated, holds invalid DEFLATE
 /// data, fails its CRC-32 or length check, is followed by bytes other than zeros, or whose
 /// content would exceed `max_bytes`.
-inline std::string gunzip(std::string_view bytes,
-                          std::size_t max_bytes = std::numeric_limits<std::size_t>::max()) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::string gunzip(std::string_view bytes,
+                   std::size_t max_bytes = std::numeric_limits<std::size_t>::max()) {
   std::string out;
   std::size_t pos = 0;
   const auto fail = [&](const std::string& what) -> void {

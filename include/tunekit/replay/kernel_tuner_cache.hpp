@@ -316,8 +316,9 @@ inline std::optional<double> t4_unit_ms(std::string_view unit) {
 
 /// A ReplayKernel of a T4 results file (see the file comment), parsed with its keys in file
 /// order. Throws DatasetError naming the result at fault.
-inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std::string& source,
-                                    ReplayOptions options) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std::string& source,
+                             ReplayOptions options) {
   using Json = nlohmann::ordered_json;
   const auto& results = doc.at("results");
   if (!results.is_array()) throw DatasetError(source + ": 'results' is not a list");
@@ -434,9 +435,10 @@ inline ReplayKernel from_t4_results(const nlohmann::ordered_json& doc, const std
 /// A ReplayKernel of the text of a Kernel Tuner cache file, or of a T4 results file; `source`
 /// names it in error messages, which name the key and the cache entry (the result) at fault.
 /// Throws DatasetError.
-inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_written, const std::string& source,
-                                                 ReplayOptions options = {},
-                                                 std::ostream* warnings = &std::cerr) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_written, const std::string& source,
+                                          ReplayOptions options = {},
+                                          std::ostream* warnings = &std::cerr) {
   const std::string json_text = detail::python_literals_to_null(text_as_written);
   const std::string_view text = json_text;
   // A T4 results file (its "results" before any "cache"): parsed once, keys in file order.
@@ -584,8 +586,9 @@ inline ReplayKernel from_kernel_tuner_cache_text(std::string_view text_as_writte
 /// A ReplayKernel of a Kernel Tuner cache file or a T4 results file (see the file comment); the
 /// task name is the file's stem unless `options.name` is set. Throws DatasetError naming the file, the key and
 /// the cache entry at fault.
-inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, ReplayOptions options = {},
-                                            std::ostream* warnings = &std::cerr) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, ReplayOptions options = {},
+                                     std::ostream* warnings = &std::cerr) {
   const std::string text = detail::read_recorded_file(path, "Kernel Tuner cache");
   if (options.name.empty()) options.name = recorded_space_name(path);
   return from_kernel_tuner_cache_text(text, path.string(), std::move(options), warnings);
@@ -595,8 +598,9 @@ inline ReplayKernel from_kernel_tuner_cache(const std::filesystem::path& path, R
 /// `.gz`, which is read gzipped): `.json` a Kernel Tuner cache file or T4 results file
 /// (from_kernel_tuner_cache), anything else a dataset CSV (ReplayKernel::from_csv). Throws
 /// DatasetError.
-inline ReplayKernel replay_from_file(const std::filesystem::path& path, ReplayOptions options = {},
-                                     std::ostream* warnings = &std::cerr) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+ReplayKernel replay_from_file(const std::filesystem::path& path, ReplayOptions options = {},
+                              std::ostream* warnings = &std::cerr) {
   if (detail::without_gz(path).extension() == ".json") return from_kernel_tuner_cache(path, std::move(options), warnings);
   return ReplayKernel::from_csv(path, std::move(options));
 }

@@ -108,7 +108,8 @@ inline constexpr std::size_t max_recorded_bytes = std::size_t{1} << 30;
 
 /// The content of a recorded space's file, decompressed when it is gzipped (told by its first
 /// bytes, not its name). Throws DatasetError naming `what` and the file.
-inline std::string read_recorded_file(const std::filesystem::path& path, const std::string& what) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::string read_recorded_file(const std::filesystem::path& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DatasetError("cannot open " + what + " '" + path.string() + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -135,6 +136,8 @@ inline std::string recorded_space_name(const std::filesystem::path& path) {
   return detail::without_gz(path).stem().string();
 }
 
+namespace detail {
+
 /// A kernel that answers from a recorded dataset. Its space has one knob per parameter with more
 /// than one value (values sorted ascending; {0,1} is boolean, three or more powers of two are
 /// power_of_two, the rest ordinal; labelled values, ReplayLabels, ranked or categorical over the
@@ -145,18 +148,19 @@ inline std::string recorded_space_name(const std::filesystem::path& path) {
 /// recorded run times, ReplayRow::run_ms, where the replay's objective is not time). The times
 /// in ms below (recorded_ms, optimum_ms, ...) are the objective's values where it is another one
 /// (ReplayOptions::objective: the value, or 1 / the value where higher is better).
-class ReplayKernel {
+template <class = void>
+class ReplayKernelImpl {
  public:
   /// Reads a dataset file (gzipped or not); the task name is recorded_space_name(path) unless
   /// `options.name` is set.
-  static ReplayKernel from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
+  static ReplayKernelImpl from_csv(const std::filesystem::path& path, ReplayOptions options = {}) {
     std::istringstream in(detail::read_recorded_file(path, "dataset"));
     if (options.name.empty()) options.name = recorded_space_name(path);
     return from_stream(in, path.string(), std::move(options));
   }
 
   /// Reads a dataset from a stream; `source` names it in error messages.
-  static ReplayKernel from_stream(std::istream& in, const std::string& source,
+  static ReplayKernelImpl from_stream(std::istream& in, const std::string& source,
                                   ReplayOptions options = {}) {
     options.validate();
     if (!options.objective.empty() && options.objective != "time")
@@ -165,7 +169,7 @@ class ReplayKernel {
       throw DatasetError(source + ": a dataset CSV records time, which is better lower, not higher");
     options.objective = "time";
     options.higher_is_better = false;
-    ReplayKernel k;
+    ReplayKernelImpl k;
     k.options_ = std::move(options);
     k.load(in, source);
     return k;
@@ -174,14 +178,14 @@ class ReplayKernel {
   /// A dataset given as rows (for readers of other formats, e.g. kernel_tuner_cache.hpp);
   /// `source` names it in error messages. `labels`, empty or one per parameter, names the values
   /// of the parameters that are not integers. Throws DatasetError as the CSV readers do.
-  static ReplayKernel from_rows(const std::vector<std::string>& parameters, std::vector<ReplayRow> rows,
+  static ReplayKernelImpl from_rows(const std::vector<std::string>& parameters, std::vector<ReplayRow> rows,
                                 const std::string& source, ReplayOptions options = {},
                                 const std::vector<ReplayLabels>& labels = {}) {
     options.validate();
     if (!labels.empty() && labels.size() != parameters.size())
       throw DatasetError(source + ": labels for " + std::to_string(labels.size()) + " parameters, expected " +
                          std::to_string(parameters.size()));
-    ReplayKernel k;
+    ReplayKernelImpl k;
     k.options_ = std::move(options);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const std::string where = source + ": row " + std::to_string(i + 1);
@@ -274,7 +278,7 @@ class ReplayKernel {
     std::optional<double> run_ms{};  // ReplayRow::run_ms
   };
 
-  ReplayKernel() = default;
+  ReplayKernelImpl() = default;
 
   const Row* find(const Config& c) const {
     if (!space_.is_valid(c)) return nullptr;
@@ -462,6 +466,11 @@ class ReplayKernel {
   std::vector<std::size_t> by_index_;  // row ids sorted by flat index
   double optimum_ms_ = 0.0;
 };
+}  // namespace detail
+
+/// detail::ReplayKernelImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using ReplayKernel = detail::ReplayKernelImpl<>;
 
 static_assert(PreparableKernel<ReplayKernel>);
 

@@ -39,14 +39,17 @@ decltype(auto) with_scheduler(std::string_view name, F&& f) {
   throw std::invalid_argument("unknown scheduler '" + std::string(name) + "' (available: " + scheduler_names + ")");
 }
 
+namespace detail {
+
 /// A scheduler of any type behind one type (type erasure), so that a program instantiates
 /// MultiTaskTuner once for all of them: `MultiTaskTuner<AnyScheduler, TunerT>`.
-class AnyScheduler {
+template <class = void>
+class AnySchedulerImpl {
  public:
-  AnyScheduler() : AnyScheduler(RoundRobin{}) {}
+  AnySchedulerImpl() : AnySchedulerImpl(RoundRobin{}) {}
   template <class S>
-    requires(Scheduler<S> && !std::same_as<std::remove_cvref_t<S>, AnyScheduler>)
-  AnyScheduler(S scheduler) : impl_(std::make_shared<Model<S>>(std::move(scheduler))) {}
+    requires(Scheduler<S> && !std::same_as<std::remove_cvref_t<S>, AnySchedulerImpl>)
+  AnySchedulerImpl(S scheduler) : impl_(std::make_shared<Model<S>>(std::move(scheduler))) {}
 
   void begin(std::span<const TaskProgress> tasks, std::size_t slot_budget) { impl_->begin(tasks, slot_budget); }
   std::size_t next_task(std::span<const TaskProgress> tasks, Rng& rng) { return impl_->next_task(tasks, rng); }
@@ -69,11 +72,17 @@ class AnyScheduler {
   // Shared: copies of an AnyScheduler are one scheduler (its state included).
   std::shared_ptr<Concept> impl_;
 };
+}  // namespace detail
+
+/// detail::AnySchedulerImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using AnyScheduler = detail::AnySchedulerImpl<>;
 
 static_assert(check_scheduler<AnyScheduler>());
 
 /// The scheduler of this name (see with_scheduler) behind AnyScheduler.
-inline AnyScheduler make_scheduler(std::string_view name) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+AnyScheduler make_scheduler(std::string_view name) {
   return with_scheduler(name, [](auto s) { return AnyScheduler(std::move(s)); });
 }
 

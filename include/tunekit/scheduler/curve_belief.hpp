@@ -75,7 +75,8 @@ struct CurvePrediction {
 
 /// Predicts the normalised best-so-far throughput after the next slot from its values after each
 /// slot so far (y: at least one value, each in [0, 1]).
-inline CurvePrediction predict_next_slot(std::span<const double> y, const CurveBeliefParams& params, Rng& rng) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+CurvePrediction predict_next_slot(std::span<const double> y, const CurveBeliefParams& params, Rng& rng) {
   params.validate();
   if (y.empty()) throw std::invalid_argument("predict_next_slot: y is empty");
   for (double v : y)

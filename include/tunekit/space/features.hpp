@@ -92,7 +92,8 @@ inline void write_features(const SearchSpace& space, const Config& c, std::span<
 }
 
 /// The feature matrix of a set of configs, one row per config.
-inline Eigen::MatrixXd feature_matrix(const SearchSpace& space, std::span<const Config> configs) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd feature_matrix(const SearchSpace& space, std::span<const Config> configs) {
   const auto nf = feature_count(space);
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x(configs.size(), nf);
   for (std::size_t r = 0; r < configs.size(); ++r)
@@ -113,7 +114,8 @@ inline std::size_t position_feature_count(const SearchSpace& space) {
 /// power-of-two, split), or one-hot scaled by 1/sqrt 2 (boolean, categorical), so that changing an
 /// unordered knob moves a config as far as an end-to-end move of an ordered one. Knobs of one
 /// value take no column.
-inline Eigen::MatrixXd position_features(const SearchSpace& space, std::span<const Config> configs) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd position_features(const SearchSpace& space, std::span<const Config> configs) {
   Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(configs.size()),
                                             static_cast<Eigen::Index>(position_feature_count(space)));
   const double one_hot = std::sqrt(0.5);

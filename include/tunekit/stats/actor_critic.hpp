@@ -4,6 +4,7 @@
 /// and its loss: PpoLossParams, PpoBatch, ActorCritic (the network of Chameleon's adaptive
 /// exploration, PpoSearch in optimizer/search/ppo.hpp).
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/stats/mlp.hpp"
 
@@ -56,6 +57,8 @@ struct PpoBatch {
   Eigen::RowVectorXd target;
 };
 
+namespace detail {
+
 /// The actor-critic network of the PPO agent: one action head per knob (a softmax over
 /// {decrement, stay, increment}) and a state-value head, sharing their first layer:
 ///     h1 = tanh(W1 s + b1)                                  (shared)
@@ -63,13 +66,18 @@ struct PpoBatch {
 ///     critic: v = wv tanh(Wc h1 + bc) + bv
 /// The policy is the product of the knobs' categorical distributions, so
 /// log pi(a | s) = sum_k log softmax_k(logits)[a_k] and its entropy is the sum of the heads'.
-class ActorCritic {
+template <class Lazy = void>
+class ActorCriticImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using RowVectorXd = Deferred<Eigen::RowVectorXd, Lazy>;
+
  public:
   /// Actions per knob.
   static constexpr std::size_t actions = 3;
 
-  ActorCritic() = default;
-  ActorCritic(std::size_t dims, std::size_t hidden, Rng& rng)
+  ActorCriticImpl() = default;
+  ActorCriticImpl(std::size_t dims, std::size_t hidden, Rng& rng)
       : shared_(dims, hidden, rng),
         actor_hidden_(hidden, hidden, rng),
         actor_out_(hidden, actions * dims, rng),
@@ -82,8 +90,8 @@ class ActorCritic {
 
   /// The log-probabilities of every action (3 dims x N, knob k's in rows 3k..3k+2) and the
   /// state values (1 x N) of a batch of states (dims x N).
-  void forward(const Eigen::MatrixXd& states, Eigen::MatrixXd& log_probs, Eigen::RowVectorXd& values) const {
-    const Eigen::MatrixXd h1 = tanh_forward(shared_.forward(states));
+  void forward(const MatrixXd& states, MatrixXd& log_probs, RowVectorXd& values) const {
+    const MatrixXd h1 = tanh_forward(shared_.forward(states));
     log_probs = group_log_softmax(actor_out_.forward(tanh_forward(actor_hidden_.forward(h1))), actions);
     values = critic_out_.forward(tanh_forward(critic_hidden_.forward(h1))).row(0);
   }
@@ -97,15 +105,15 @@ class ActorCritic {
     const double inv_n = 1.0 / static_cast<double>(n);
     const auto d = static_cast<Eigen::Index>(dims());
     const auto a = static_cast<Eigen::Index>(actions);
-    const Eigen::MatrixXd h1 = tanh_forward(shared_.forward(b.states));
-    const Eigen::MatrixXd ha = tanh_forward(actor_hidden_.forward(h1));
-    const Eigen::MatrixXd log_p = group_log_softmax(actor_out_.forward(ha), actions);
-    const Eigen::MatrixXd prob = log_p.array().unaryExpr([](double v) { return std::exp(v); }).matrix();
-    const Eigen::MatrixXd hc = tanh_forward(critic_hidden_.forward(h1));
-    const Eigen::RowVectorXd v = critic_out_.forward(hc).row(0);
+    const MatrixXd h1 = tanh_forward(shared_.forward(b.states));
+    const MatrixXd ha = tanh_forward(actor_hidden_.forward(h1));
+    const MatrixXd log_p = group_log_softmax(actor_out_.forward(ha), actions);
+    const MatrixXd prob = log_p.array().unaryExpr([](double v) { return std::exp(v); }).matrix();
+    const MatrixXd hc = tanh_forward(critic_hidden_.forward(h1));
+    const RowVectorXd v = critic_out_.forward(hc).row(0);
 
-    Eigen::RowVectorXd log_pi = Eigen::RowVectorXd::Zero(n);
-    Eigen::MatrixXd head_entropy(d, n);  // H_k per knob and sample
+    RowVectorXd log_pi = RowVectorXd::Zero(n);
+    MatrixXd head_entropy(d, n);  // H_k per knob and sample
     for (Eigen::Index j = 0; j < n; ++j)
       for (Eigen::Index k = 0; k < d; ++k) {
         log_pi[j] += log_p(a * k + b.actions(k, j), j);
@@ -113,9 +121,9 @@ class ActorCritic {
         for (Eigen::Index i = 0; i < a; ++i) h -= prob(a * k + i, j) * log_p(a * k + i, j);
         head_entropy(k, j) = h;
       }
-    const Eigen::RowVectorXd ratio = (log_pi - b.old_log_prob).array().unaryExpr([](double v) { return std::exp(v); }).matrix();
+    const RowVectorXd ratio = (log_pi - b.old_log_prob).array().unaryExpr([](double v) { return std::exp(v); }).matrix();
     // Scalar loops (not Eigen's packet min/max, which GCC 12 warns about with AVX-512).
-    Eigen::RowVectorXd surr1(n), surr2(n);
+    RowVectorXd surr1(n), surr2(n);
     double objective = 0;
     for (Eigen::Index j = 0; j < n; ++j) {
       const double clipped = std::clamp(ratio[j], 1.0 - p.clip, 1.0 + p.clip);
@@ -123,7 +131,7 @@ class ActorCritic {
       surr2[j] = clipped * b.advantage[j];
       objective += std::min(surr1[j], surr2[j]);
     }
-    const Eigen::RowVectorXd value_error = v - b.target;
+    const RowVectorXd value_error = v - b.target;
     const double loss = -objective * inv_n + p.value_coef * value_error.squaredNorm() * inv_n -
                         p.entropy_coef * head_entropy.sum() * inv_n;
     if (!gradient) return loss;
@@ -131,7 +139,7 @@ class ActorCritic {
     // dL/dlogits: the clipped objective through log pi (d log pi / d z = onehot(a) - p, only where
     // the unclipped term is the minimum), plus the entropy bonus
     // (dH_k / dz_i = -p_i (log p_i + H_k)).
-    Eigen::MatrixXd d_logits(a * d, n);
+    MatrixXd d_logits(a * d, n);
     for (Eigen::Index j = 0; j < n; ++j) {
       const double g = surr1[j] <= surr2[j] ? -ratio[j] * b.advantage[j] * inv_n : 0.0;
       for (Eigen::Index k = 0; k < d; ++k)
@@ -142,9 +150,9 @@ class ActorCritic {
                            p.entropy_coef * inv_n * prob(r, j) * (log_p(r, j) + head_entropy(k, j));
         }
     }
-    const Eigen::MatrixXd d_value = (2.0 * p.value_coef * inv_n) * value_error;
+    const MatrixXd d_value = (2.0 * p.value_coef * inv_n) * value_error;
     zero_grad();
-    Eigen::MatrixXd d_h1 = actor_hidden_.backward(h1, tanh_backward(ha, actor_out_.backward(ha, d_logits)));
+    MatrixXd d_h1 = actor_hidden_.backward(h1, tanh_backward(ha, actor_out_.backward(ha, d_logits)));
     d_h1 += critic_hidden_.backward(h1, tanh_backward(hc, critic_out_.backward(hc, d_value)));
     shared_.backward(b.states, tanh_backward(h1, d_h1));
     return loss;
@@ -166,6 +174,11 @@ class ActorCritic {
 
   Dense shared_, actor_hidden_, actor_out_, critic_hidden_, critic_out_;
 };
+}  // namespace detail
+
+/// detail::ActorCriticImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using ActorCritic = detail::ActorCriticImpl<>;
 
 }  // namespace tunekit
 

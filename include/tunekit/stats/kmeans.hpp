@@ -55,7 +55,8 @@ struct KMeansResult {
 
 namespace detail {
 /// Squared Euclidean distances, points (n x d) to centroids (k x d): n x k.
-inline Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& points, const Eigen::MatrixXd& centroids) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& points, const Eigen::MatrixXd& centroids) {
   // Coefficient-wise product: small matrices, no OpenMP-parallel GEMM.
   Eigen::MatrixXd d = -2.0 * points.lazyProduct(centroids.transpose());
   d.colwise() += points.rowwise().squaredNorm();
@@ -68,7 +69,8 @@ inline Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& points, const Ei
 /// point, each next one a point drawn with probability proportional to its squared distance to
 /// the nearest centroid chosen so far (uniformly among the points when all distances are 0).
 /// Returns the chosen rows' positions.
-inline std::vector<std::size_t> kmeans_plus_plus(const Eigen::MatrixXd& points, std::size_t k, Rng& rng) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::vector<std::size_t> kmeans_plus_plus(const Eigen::MatrixXd& points, std::size_t k, Rng& rng) {
   const auto n = static_cast<std::size_t>(points.rows());
   if (k == 0 || k > n)
     throw std::invalid_argument("kmeans_plus_plus: k must be in [1, number of points]; k = " + std::to_string(k) +
@@ -101,7 +103,8 @@ inline std::vector<std::size_t> kmeans_plus_plus(const Eigen::MatrixXd& points, 
 
 namespace detail {
 // One k-means++ seeding and Lloyd's iterations.
-inline KMeansResult lloyd(const Eigen::MatrixXd& points, std::size_t k, Rng& rng, const KMeansParams& params) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+KMeansResult lloyd(const Eigen::MatrixXd& points, std::size_t k, Rng& rng, const KMeansParams& params) {
   const auto n = static_cast<std::size_t>(points.rows());
   const auto kk = static_cast<Eigen::Index>(k);
   KMeansResult r;
@@ -158,7 +161,8 @@ inline KMeansResult lloyd(const Eigen::MatrixXd& points, std::size_t k, Rng& rng
 /// takes the point farthest from its centroid. Repeated from `restarts` seedings; the lowest
 /// loss wins (the first on a tie). Deterministic for a given generator state. Throws
 /// std::invalid_argument unless 1 <= k <= n.
-inline KMeansResult kmeans(const Eigen::MatrixXd& points, std::size_t k, Rng& rng, KMeansParams params = {}) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+KMeansResult kmeans(const Eigen::MatrixXd& points, std::size_t k, Rng& rng, KMeansParams params = {}) {
   params.validate();
   const auto n = static_cast<std::size_t>(points.rows());
   if (n == 0) throw std::invalid_argument("kmeans: no points");
@@ -198,7 +202,8 @@ struct KneeParams {
 /// extra clusters (Chameleon's code returns the one that failed the test, one step past the
 /// knee), or of the largest k when the loss keeps falling. With fewer points than k_start it
 /// clusters into as many clusters as points.
-inline KMeansResult kmeans_knee(const Eigen::MatrixXd& points, Rng& rng, KneeParams params = {}) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+KMeansResult kmeans_knee(const Eigen::MatrixXd& points, Rng& rng, KneeParams params = {}) {
   params.validate();
   const auto n = static_cast<std::size_t>(points.rows());
   if (n == 0) throw std::invalid_argument("kmeans_knee: no points");

@@ -131,9 +131,10 @@ LeastSquaresResult levenberg_marquardt(Residuals&& residuals, Eigen::VectorXd st
 
 /// Fits a curve model to points (x, y) by least squares from `start` (the model's initial guess
 /// from the data when empty).
-inline LeastSquaresResult fit_curve(const CurveModel& model, std::span<const double> x,
-                                    std::span<const double> y, Eigen::VectorXd start = {},
-                                    const LevenbergMarquardtParams& params = {}) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+LeastSquaresResult fit_curve(const CurveModel& model, std::span<const double> x,
+                             std::span<const double> y, Eigen::VectorXd start = {},
+                             const LevenbergMarquardtParams& params = {}) {
   if (x.size() != y.size()) throw std::invalid_argument("fit_curve: x and y differ in length");
   if (x.empty()) throw std::invalid_argument("fit_curve: no data points");
   if (start.size() == 0) start = model.initial_guess(x, y);

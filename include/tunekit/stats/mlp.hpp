@@ -10,6 +10,7 @@
 /// composes them (the PPO network in stats/actor_critic.hpp is written this way) and hands
 /// the parameter blocks to Adam.
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 
 #include <Eigen/Core>
@@ -38,16 +39,23 @@ struct ParameterBlock {
   std::span<const double> gradient{};
 };
 
+namespace detail {
+
 /// A fully connected layer y = W x + b, applied to every column of a batch.
 ///
 /// Initialised with Glorot-uniform weights (U(-a, a), a = sqrt(6 / (in + out)); Glorot & Bengio
 /// 2010, TensorFlow's default for dense layers) and zero biases.
-class Dense {
+template <class Lazy = void>
+class DenseImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
-  Dense() = default;
-  Dense(std::size_t inputs, std::size_t outputs, Rng& rng)
+  DenseImpl() = default;
+  DenseImpl(std::size_t inputs, std::size_t outputs, Rng& rng)
       : weight_(static_cast<Eigen::Index>(outputs), static_cast<Eigen::Index>(inputs)),
-        bias_(Eigen::VectorXd::Zero(static_cast<Eigen::Index>(outputs))) {
+        bias_(VectorXd::Zero(static_cast<Eigen::Index>(outputs))) {
     if (inputs == 0 || outputs == 0) throw std::invalid_argument("Dense: inputs and outputs must be >= 1");
     const double a = std::sqrt(6.0 / static_cast<double>(inputs + outputs));
     for (Eigen::Index j = 0; j < weight_.cols(); ++j)
@@ -59,26 +67,26 @@ class Dense {
   std::size_t outputs() const noexcept { return static_cast<std::size_t>(weight_.rows()); }
 
   /// W x + b for a batch x (inputs x batch).
-  Eigen::MatrixXd forward(const Eigen::MatrixXd& x) const {
+  MatrixXd forward(const MatrixXd& x) const {
     if (static_cast<std::size_t>(x.rows()) != inputs())
       throw std::invalid_argument("Dense::forward: input has " + std::to_string(x.rows()) + " rows, layer takes " +
                                   std::to_string(inputs()));
-    Eigen::MatrixXd y = weight_.lazyProduct(x);
+    MatrixXd y = weight_.lazyProduct(x);
     y.colwise() += bias_;
     return y;
   }
 
   /// Given the layer's input x and dL/dy, adds dL/dW = dy x^T and dL/db = sum of dy's columns
   /// to the gradients and returns dL/dx = W^T dy.
-  Eigen::MatrixXd backward(const Eigen::MatrixXd& x, const Eigen::MatrixXd& dy) {
+  MatrixXd backward(const MatrixXd& x, const MatrixXd& dy) {
     grad_weight_ += dy.lazyProduct(x.transpose());
     grad_bias_ += dy.rowwise().sum();
     return weight_.transpose().lazyProduct(dy);
   }
 
   void zero_grad() {
-    grad_weight_ = Eigen::MatrixXd::Zero(weight_.rows(), weight_.cols());
-    grad_bias_ = Eigen::VectorXd::Zero(bias_.size());
+    grad_weight_ = MatrixXd::Zero(weight_.rows(), weight_.cols());
+    grad_bias_ = VectorXd::Zero(bias_.size());
   }
 
   /// The weight and the bias with their gradients, for an optimizer.
@@ -89,31 +97,39 @@ class Dense {
                    {grad_bias_.data(), static_cast<std::size_t>(grad_bias_.size())}});
   }
 
-  Eigen::MatrixXd& weight() noexcept { return weight_; }
-  Eigen::VectorXd& bias() noexcept { return bias_; }
-  const Eigen::MatrixXd& weight() const noexcept { return weight_; }
-  const Eigen::VectorXd& bias() const noexcept { return bias_; }
-  const Eigen::MatrixXd& grad_weight() const noexcept { return grad_weight_; }
-  const Eigen::VectorXd& grad_bias() const noexcept { return grad_bias_; }
+  MatrixXd& weight() noexcept { return weight_; }
+  VectorXd& bias() noexcept { return bias_; }
+  const MatrixXd& weight() const noexcept { return weight_; }
+  const VectorXd& bias() const noexcept { return bias_; }
+  const MatrixXd& grad_weight() const noexcept { return grad_weight_; }
+  const VectorXd& grad_bias() const noexcept { return grad_bias_; }
 
  private:
-  Eigen::MatrixXd weight_;
-  Eigen::VectorXd bias_;
-  Eigen::MatrixXd grad_weight_;
-  Eigen::VectorXd grad_bias_;
+  MatrixXd weight_;
+  VectorXd bias_;
+  MatrixXd grad_weight_;
+  VectorXd grad_bias_;
 };
+}  // namespace detail
+
+/// detail::DenseImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using Dense = detail::DenseImpl<>;
 
 /// tanh, elementwise.
-inline Eigen::MatrixXd tanh_forward(const Eigen::MatrixXd& x) { return x.array().tanh().matrix(); }
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd tanh_forward(const Eigen::MatrixXd& x) { return x.array().tanh().matrix(); }
 
 /// dL/dx of y = tanh(x), from y and dL/dy: dL/dy * (1 - y^2).
-inline Eigen::MatrixXd tanh_backward(const Eigen::MatrixXd& y, const Eigen::MatrixXd& dy) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd tanh_backward(const Eigen::MatrixXd& y, const Eigen::MatrixXd& dy) {
   return (dy.array() * (1.0 - y.array().square())).matrix();
 }
 
 /// log softmax within each group of `group` consecutive rows, per column (one categorical
 /// distribution per group and sample): z_i - max - log sum_j exp(z_j - max).
-inline Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
   const auto g = static_cast<Eigen::Index>(group);
   if (group == 0 || logits.rows() % g != 0)
     throw std::invalid_argument("group_log_softmax: the rows must be a multiple of group >= 1");
@@ -129,7 +145,8 @@ inline Eigen::MatrixXd group_log_softmax(const Eigen::MatrixXd& logits, std::siz
 }
 
 /// softmax within each group of `group` consecutive rows, per column.
-inline Eigen::MatrixXd group_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::MatrixXd group_softmax(const Eigen::MatrixXd& logits, std::size_t group) {
   return group_log_softmax(logits, group).array().unaryExpr([](double v) { return std::exp(v); }).matrix();
 }
 
@@ -149,13 +166,19 @@ struct AdamParams {
   }
 };
 
+namespace detail {
+
 /// Adam: per parameter, m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2, and
 /// theta -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon). The moments of the
 /// i-th block passed to `step` persist between steps: pass the same blocks in the same order.
-class Adam {
+template <class Lazy = void>
+class AdamImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using ArrayXd = Deferred<Eigen::ArrayXd, Lazy>;
+
  public:
-  Adam() = default;
-  explicit Adam(AdamParams params) : params_(params) { params_.validate(); }
+  AdamImpl() = default;
+  explicit AdamImpl(AdamParams params) : params_(params) { params_.validate(); }
 
   /// One descent step on every block, with the gradients they hold.
   void step(std::span<const ParameterBlock> blocks) {
@@ -164,8 +187,8 @@ class Adam {
       for (const auto& b : blocks) {
         if (b.value.size() != b.gradient.size())
           throw std::invalid_argument("Adam::step: a block's value and gradient differ in size");
-        m_.push_back(Eigen::ArrayXd::Zero(static_cast<Eigen::Index>(b.value.size())));
-        v_.push_back(Eigen::ArrayXd::Zero(static_cast<Eigen::Index>(b.value.size())));
+        m_.push_back(ArrayXd::Zero(static_cast<Eigen::Index>(b.value.size())));
+        v_.push_back(ArrayXd::Zero(static_cast<Eigen::Index>(b.value.size())));
       }
     }
     if (blocks.size() != m_.size()) throw std::invalid_argument("Adam::step: the parameter blocks changed");
@@ -175,8 +198,8 @@ class Adam {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       const auto n = static_cast<Eigen::Index>(blocks[i].value.size());
       if (n != m_[i].size()) throw std::invalid_argument("Adam::step: a parameter block changed size");
-      Eigen::Map<Eigen::ArrayXd> theta(blocks[i].value.data(), n);
-      const Eigen::Map<const Eigen::ArrayXd> g(blocks[i].gradient.data(), n);
+      Eigen::Map<ArrayXd> theta(blocks[i].value.data(), n);
+      const Eigen::Map<const ArrayXd> g(blocks[i].gradient.data(), n);
       m_[i] = params_.beta1 * m_[i] + (1.0 - params_.beta1) * g;
       v_[i] = params_.beta2 * v_[i] + (1.0 - params_.beta2) * g.square();
       theta -= params_.learning_rate * (m_[i] / c1) / ((v_[i] / c2).sqrt() + params_.epsilon);
@@ -189,9 +212,14 @@ class Adam {
 
  private:
   AdamParams params_{};
-  std::vector<Eigen::ArrayXd> m_, v_;
+  std::vector<ArrayXd> m_, v_;
   std::size_t t_ = 0;
 };
+}  // namespace detail
+
+/// detail::AdamImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using Adam = detail::AdamImpl<>;
 
 }  // namespace tunekit
 

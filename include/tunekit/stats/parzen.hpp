@@ -3,6 +3,7 @@
 /// ParzenEstimator: a multivariate kernel density over the configs of a search space (TPE's l(x)
 /// and g(x); Bergstra et al., NeurIPS 2011, in the multivariate form of Falkner et al., ICML 2018).
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/space/search_space.hpp"
 
@@ -36,16 +37,21 @@ struct ParzenParams {
   }
 };
 
+namespace detail {
+
 /// A mixture of product kernels centred on some configs, plus a uniform prior over the product
 /// of the knobs' values with the weight of one kernel:
 ///     p(x) = (prior(x) + sum_j w_j prod_k K_k(x_k | c_jk)) / (1 + sum_j w_j).
 /// Ordered knobs (ordinal, power-of-two, split) get a Gaussian over value positions, normalised
 /// over the knob's values; unordered knobs (boolean, categorical) an Aitchison-Aitken kernel.
 /// Used by TreeParzen for the densities of good configs, of the others, and of failures.
-class ParzenEstimator {
+template <class Lazy = void>
+class ParzenEstimatorImpl {
+  // Eigen's types through Lazy: see Deferred.
+
  public:
   /// Kernels on `centres` with weights (1 each when `weights` is empty).
-  ParzenEstimator(const SearchSpace& space, std::span<const Config> centres, std::span<const double> weights = {},
+  ParzenEstimatorImpl(const SearchSpace& space, std::span<const Config> centres, std::span<const double> weights = {},
                   ParzenParams params = {})
       : space_(&space), centres_(centres.begin(), centres.end()) {
     params.validate();
@@ -174,5 +180,10 @@ class ParzenEstimator {
   double log_prior_ = 0.0;
   double total_weight_ = 1.0;
 };
+}  // namespace detail
+
+/// detail::ParzenEstimatorImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using ParzenEstimator = detail::ParzenEstimatorImpl<>;
 
 }  // namespace tunekit

@@ -24,6 +24,7 @@
 ///
 /// Trees are stored as flat arrays (feature, threshold, left, right, value) in pre-order.
 
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/core/random.hpp"
 
@@ -66,12 +67,18 @@ struct BinningParams {
   }
 };
 
-/// A feature matrix quantised to bin codes (column-major), with each feature's cut points.
-class BinnedMatrix {
- public:
-  BinnedMatrix() = default;
+namespace detail {
 
-  BinnedMatrix(const Eigen::MatrixXd& x, const BinningParams& params = {}) {
+/// A feature matrix quantised to bin codes (column-major), with each feature's cut points.
+template <class Lazy = void>
+class BinnedMatrixImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+
+ public:
+  BinnedMatrixImpl() = default;
+
+  BinnedMatrixImpl(const MatrixXd& x, const BinningParams& params = {}) {
     params.validate();
     rows_ = static_cast<std::size_t>(x.rows());
     cols_ = static_cast<std::size_t>(x.cols());
@@ -164,6 +171,11 @@ class BinnedMatrix {
   std::vector<std::uint16_t> codes_;
   std::vector<std::vector<double>> cuts_;
 };
+}  // namespace detail
+
+/// detail::BinnedMatrixImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using BinnedMatrix = detail::BinnedMatrixImpl<>;
 
 /// How one tree is grown.
 struct TreeParams {
@@ -188,15 +200,22 @@ struct TreeParams {
   }
 };
 
+namespace detail {
+
 /// A regression tree as flat arrays; node 0 is the root, a leaf has left == -1.
-class RegressionTree {
+template <class Lazy = void>
+class RegressionTreeImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
   /// Grows a tree over the rows `rows` of `x` with gradient statistics g, h (indexed by row;
   /// rows not listed are ignored). Draws feature subsets from `rng` (nothing when
   /// feature_fraction is 1). If `leaf_of` is not empty (one entry per row of x), it receives
   /// the leaf node of each listed row (the others are left as they are): boosting updates its
   /// training predictions from it without walking the tree.
-  static RegressionTree grow(const BinnedMatrix& x, std::span<const double> g,
+  static RegressionTreeImpl grow(const BinnedMatrix& x, std::span<const double> g,
                              std::span<const double> h, std::vector<std::uint32_t> rows,
                              const TreeParams& params, Rng& rng,
                              std::span<std::int32_t> leaf_of = {}) {
@@ -205,7 +224,7 @@ class RegressionTree {
       throw std::invalid_argument("RegressionTree::grow: g and h need one entry per row");
     if (!leaf_of.empty() && leaf_of.size() != x.rows())
       throw std::invalid_argument("RegressionTree::grow: leaf_of needs one entry per row");
-    RegressionTree t;
+    RegressionTreeImpl t;
     Builder b{x, g, h, params, rng, t, std::move(rows), leaf_of, {}, {}, {}, {}, {}, 1};
     b.init();
     b.node(0, b.rows.size(), 0);
@@ -214,8 +233,8 @@ class RegressionTree {
   }
 
   /// A single leaf predicting `value`.
-  static RegressionTree constant(double value) {
-    RegressionTree t;
+  static RegressionTreeImpl constant(double value) {
+    RegressionTreeImpl t;
     t.push(value);
     return t;
   }
@@ -232,7 +251,7 @@ class RegressionTree {
   }
 
   /// The prediction for row r of x.
-  double predict_row(const Eigen::MatrixXd& x, Eigen::Index r) const noexcept {
+  double predict_row(const MatrixXd& x, Eigen::Index r) const noexcept {
     std::size_t n = 0;
     for (std::int32_t l = left_[0]; l >= 0; l = left_[n]) {
       // Both children are loaded, so that the choice compiles to a conditional move rather
@@ -244,12 +263,12 @@ class RegressionTree {
   }
 
   /// out[r] += the prediction of row r, for every row of x.
-  void predict_add(const Eigen::MatrixXd& x, Eigen::Ref<Eigen::VectorXd> out) const {
+  void predict_add(const MatrixXd& x, Eigen::Ref<VectorXd> out) const {
     predict_add(x, 0, {out.data(), static_cast<std::size_t>(out.size())});
   }
 
   /// out[k] += the prediction of row first + k of x, for k < out.size().
-  void predict_add(const Eigen::MatrixXd& x, Eigen::Index first, std::span<double> out) const {
+  void predict_add(const MatrixXd& x, Eigen::Index first, std::span<double> out) const {
     // Blocks of rows descend the tree in lockstep, one level per pass, without branches (a
     // leaf stays where it is), so that the rows' walks overlap rather than wait for each other.
     constexpr Eigen::Index block = 32;
@@ -270,8 +289,8 @@ class RegressionTree {
     }
   }
 
-  Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
-    Eigen::VectorXd out = Eigen::VectorXd::Zero(x.rows());
+  VectorXd predict(const MatrixXd& x) const {
+    VectorXd out = VectorXd::Zero(x.rows());
     predict_add(x, out);
     return out;
   }
@@ -333,7 +352,7 @@ class RegressionTree {
     std::span<const double> g, h;
     const TreeParams& p;
     Rng& rng;
-    RegressionTree& tree;
+    RegressionTreeImpl& tree;
     std::vector<std::uint32_t> rows;
     std::span<std::int32_t> leaf_of;       // leaf of each row (when not empty)
     std::vector<std::size_t> features;     // candidate features (shuffled for subsampling)
@@ -612,6 +631,11 @@ class RegressionTree {
   std::vector<double> value_;
   std::size_t depth_ = 0;
 };
+}  // namespace detail
+
+/// detail::RegressionTreeImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using RegressionTree = detail::RegressionTreeImpl<>;
 
 }  // namespace tunekit
 

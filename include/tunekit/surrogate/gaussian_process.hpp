@@ -8,6 +8,7 @@
 /// hundred configs), not AutoTVM's thousands.
 
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 
 #include <Eigen/Cholesky>
@@ -55,6 +56,8 @@ struct GaussianProcessParams {
   }
 };
 
+namespace detail {
+
 /// Gaussian-process regression, zero mean on standardised targets:
 ///     k(a, b) = exp(-sum_j (a_j - b_j)^2 / (2 l_j^2 p)),   K = k(X, X) + noise I,
 ///     mean(x) = k(x, X) K^-1 y,   var(x) = k(x, x) - k(x, X) K^-1 k(X, x)   (latent function),
@@ -65,15 +68,21 @@ struct GaussianProcessParams {
 /// (2 ard_prior_sd^2) from there, by the gradient dL/dt_j = tr((a a' - K^-1) dK/dt_j) / 2 in
 /// t_j = -log(l_j^2 p) (a = K^-1 y) with a backtracking step. A fit costs O(n^3) per length scale
 /// or step (a Cholesky factorisation), a prediction O(n^2).
-class GaussianProcess {
+template <class Lazy = void>
+class GaussianProcessImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+  using RowVectorXd = Deferred<Eigen::RowVectorXd, Lazy>;
+
  public:
-  GaussianProcess() = default;
-  explicit GaussianProcess(GaussianProcessParams params) : params_(std::move(params)) { params_.validate(); }
+  GaussianProcessImpl() = default;
+  explicit GaussianProcessImpl(GaussianProcessParams params) : params_(std::move(params)) { params_.validate(); }
 
   const GaussianProcessParams& params() const noexcept { return params_; }
 
   /// Fits the model on the rows of X (features) and targets y.
-  void fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) { fit_from(X, y, Eigen::VectorXd(), 0); }
+  void fit(const MatrixXd& X, const VectorXd& y) { fit_from(X, y, VectorXd(), 0); }
   /// Fits as fit(X, y), with the ARD ascent started from an earlier fit: from the log kernel
   /// weights `warm` (the log_weights() of a fit on the same features) for at most `warm_steps`
   /// steps, its prior still centred on this fit's common length scale. A model refitted each round
@@ -81,7 +90,7 @@ class GaussianProcess {
   /// fraction of ard_steps from the common one. An empty `warm`, or one at which the kernel matrix
   /// is not positive definite, starts the ascent from the common length scale (ard_steps steps);
   /// without ARD it is fit(X, y).
-  void fit_from(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& warm,
+  void fit_from(const MatrixXd& X, const VectorXd& y, const VectorXd& warm,
                 std::size_t warm_steps) {
     if (X.rows() != y.size())
       throw std::invalid_argument("GaussianProcess::fit: " + std::to_string(X.rows()) + " rows of features for " +
@@ -96,14 +105,14 @@ class GaussianProcess {
     y_mean_ = y.mean();
     const double var = (y.array() - y_mean_).square().sum() / n;
     y_scale_ = var > 0 ? std::sqrt(var) : 1.0;
-    const Eigen::VectorXd z = (y.array() - y_mean_) / y_scale_;
+    const VectorXd z = (y.array() - y_mean_) / y_scale_;
     const Eigen::Index p = X_.cols();
     log_likelihood_ = -std::numeric_limits<double>::infinity();
     Fit best;
-    const Eigen::MatrixXd d2 = squared_distances(X_, X_);
+    const MatrixXd d2 = squared_distances(X_, X_);
     for (double l : params_.length_scales) {
       Fit f;
-      f.theta = Eigen::VectorXd::Constant(p, -std::log(l * l * features()));
+      f.theta = VectorXd::Constant(p, -std::log(l * l * features()));
       if (!factor((d2 * (-0.5 / (l * l * features()))).array().exp().matrix(), z, false, f)) continue;
       if (f.lml > best.lml) {
         best = std::move(f);
@@ -114,7 +123,7 @@ class GaussianProcess {
       throw std::runtime_error("GaussianProcess::fit: the kernel matrix is not positive definite");
     ard_ = params_.ard_steps > 0 && p > 0;
     if (ard_) {
-      const Eigen::VectorXd centre = best.theta;
+      const VectorXd centre = best.theta;
       std::size_t steps = params_.ard_steps;
       if (Fit w; warm.size() != 0 && evaluate(warm, z, true, w)) {
         best = std::move(w);
@@ -128,23 +137,23 @@ class GaussianProcess {
     alpha_ = std::move(best.alpha);
   }
   /// The Surrogate form (the fit is deterministic: the generator is not used).
-  void fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, Rng&) { fit(X, y); }
+  void fit(const MatrixXd& X, const VectorXd& y, Rng&) { fit(X, y); }
 
   /// Predictive mean and standard deviation (of the latent function, in the targets' units).
-  void predict(const Eigen::MatrixXd& X, Eigen::VectorXd& mean, Eigen::VectorXd& sd) const {
+  void predict(const MatrixXd& X, VectorXd& mean, VectorXd& sd) const {
     check_fitted(X);
-    const Eigen::MatrixXd Ks = cross_kernel(X);  // n x m
+    const MatrixXd Ks = cross_kernel(X);  // n x m
     mean = (Ks.transpose() * alpha_).array() * y_scale_ + y_mean_;
-    const Eigen::MatrixXd v = llt_.matrixL().solve(Ks);
+    const MatrixXd v = llt_.matrixL().solve(Ks);
     sd = (1.0 - v.colwise().squaredNorm().array()).max(0.0).sqrt().matrix().transpose() * y_scale_;
   }
-  Eigen::VectorXd predict(const Eigen::MatrixXd& X) const {
+  VectorXd predict(const MatrixXd& X) const {
     check_fitted(X);
     return (cross_kernel(X).transpose() * alpha_).array() * y_scale_ + y_mean_;
   }
 
   /// The kernel k(a, b) at the fitted length scales, in [0, 1].
-  double kernel(const Eigen::Ref<const Eigen::RowVectorXd>& a, const Eigen::Ref<const Eigen::RowVectorXd>& b) const {
+  double kernel(const Eigen::Ref<const RowVectorXd>& a, const Eigen::Ref<const RowVectorXd>& b) const {
     if (!ard_) return std::exp(-0.5 * (a - b).squaredNorm() / (length_scale_ * length_scale_ * features()));
     return std::exp(-0.5 * (a - b).cwiseProduct(inv_scale_.transpose()).squaredNorm());
   }
@@ -153,31 +162,31 @@ class GaussianProcess {
   double length_scale() const noexcept { return length_scale_; }
   double log_marginal_likelihood() const noexcept { return log_likelihood_; }
   /// Each feature's length scale l_j (all the common one without ARD).
-  Eigen::VectorXd length_scales() const {
+  VectorXd length_scales() const {
     return (inv_scale_.array() * std::sqrt(features())).inverse().matrix();
   }
   bool fitted() const noexcept { return X_.rows() > 0; }
   /// The fitted log kernel weights t_j = -log(l_j^2 p), one per feature (the `warm` of fit_from).
-  Eigen::VectorXd log_weights() const { return (2.0 * inv_scale_.array().log()).matrix(); }
+  VectorXd log_weights() const { return (2.0 * inv_scale_.array().log()).matrix(); }
 
  private:
   // A fit at log kernel weights theta (t_j = -2 log l_j - log p: k = exp(-sum_j e^t_j d_j^2 / 2)).
   struct Fit {
-    Eigen::VectorXd theta{};
-    Eigen::LLT<Eigen::MatrixXd> llt{};
-    Eigen::VectorXd alpha{};
+    VectorXd theta{};
+    Eigen::LLT<MatrixXd> llt{};
+    VectorXd alpha{};
     double lml = -std::numeric_limits<double>::infinity();
-    Eigen::VectorXd grad{};  // of lml, when asked for
+    VectorXd grad{};  // of lml, when asked for
   };
 
   // The fit at log weights theta; false when the kernel matrix is not positive definite.
-  bool evaluate(const Eigen::VectorXd& theta, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
+  bool evaluate(const VectorXd& theta, const VectorXd& z, bool gradient, Fit& f) const {
     f.theta = theta;
     return factor(scaled_kernel(X_, X_, (0.5 * theta.array()).exp().matrix()), z, gradient, f);
   }
   // The fit with the noise-free kernel matrix Kf at f.theta.
-  bool factor(const Eigen::MatrixXd& Kf, const Eigen::VectorXd& z, bool gradient, Fit& f) const {
-    Eigen::MatrixXd K = Kf;
+  bool factor(const MatrixXd& Kf, const VectorXd& z, bool gradient, Fit& f) const {
+    MatrixXd K = Kf;
     K.diagonal().array() += params_.noise;
     f.llt.compute(K);
     if (f.llt.info() != Eigen::Success) return false;
@@ -189,11 +198,11 @@ class GaussianProcess {
       // dK/dt_j = -w_j D_j o Kf / 2 (D_j: the squared differences of feature j), so with
       // M = (a a' - K^-1) o Kf, r = M 1 and G = M X:
       // dL/dt_j = -w_j (sum_a X_aj^2 r_a - sum_a X_aj G_aj) / 2.
-      const Eigen::MatrixXd M =
-          (f.alpha * f.alpha.transpose() - f.llt.solve(Eigen::MatrixXd::Identity(K.rows(), K.cols()))).cwiseProduct(Kf);
-      const Eigen::VectorXd r = M.rowwise().sum();
-      const Eigen::MatrixXd G = M * X_;
-      const Eigen::VectorXd s =
+      const MatrixXd M =
+          (f.alpha * f.alpha.transpose() - f.llt.solve(MatrixXd::Identity(K.rows(), K.cols()))).cwiseProduct(Kf);
+      const VectorXd r = M.rowwise().sum();
+      const MatrixXd G = M * X_;
+      const VectorXd s =
           (X_.array().square().colwise() * r.array()).colwise().sum() - (X_.array() * G.array()).colwise().sum();
       f.grad = -0.5 * f.theta.array().exp().matrix().cwiseProduct(s);
     }
@@ -204,15 +213,15 @@ class GaussianProcess {
   // centred on `centre` (the common length scale's log weights), from `start` (its gradient
   // computed here unless it has one already); each step moves no log weight by more than its step
   // size, which doubles after a step that gains and is quartered after one that does not.
-  Fit ascend(Fit start, const Eigen::VectorXd& z, const Eigen::VectorXd& centre, std::size_t steps) const {
+  Fit ascend(Fit start, const VectorXd& z, const VectorXd& centre, std::size_t steps) const {
     const double prior_var = 4.0 * params_.ard_prior_sd * params_.ard_prior_sd;  // t_j = -2 log l_j + c
     auto objective = [&](const Fit& f) { return f.lml - 0.5 * (f.theta - centre).squaredNorm() / prior_var; };
-    auto gradient = [&](const Fit& f) { return Eigen::VectorXd(f.grad - (f.theta - centre) / prior_var); };
+    auto gradient = [&](const Fit& f) { return VectorXd(f.grad - (f.theta - centre) / prior_var); };
     Fit best = std::move(start);
     if (best.grad.size() == 0) evaluate(best.theta, z, true, best);
     double best_obj = objective(best), step = 0.5;
     for (std::size_t i = 0; i < steps && step > 1e-4; ++i) {
-      const Eigen::VectorXd g = gradient(best);
+      const VectorXd g = gradient(best);
       const double g_max = g.cwiseAbs().maxCoeff();
       if (!(g_max > 1e-9)) break;
       Fit f;
@@ -228,23 +237,23 @@ class GaussianProcess {
   }
 
   double features() const { return static_cast<double>(std::max<Eigen::Index>(1, X_.cols())); }
-  static Eigen::MatrixXd squared_distances(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
-    const Eigen::VectorXd a2 = A.rowwise().squaredNorm(), b2 = B.rowwise().squaredNorm();
-    Eigen::MatrixXd d2 = (-2.0 * A * B.transpose()).colwise() + a2;
+  static MatrixXd squared_distances(const MatrixXd& A, const MatrixXd& B) {
+    const VectorXd a2 = A.rowwise().squaredNorm(), b2 = B.rowwise().squaredNorm();
+    MatrixXd d2 = (-2.0 * A * B.transpose()).colwise() + a2;
     d2.rowwise() += b2.transpose();
     return d2.cwiseMax(0.0);
   }
-  Eigen::MatrixXd cross_kernel(const Eigen::MatrixXd& X) const {
+  MatrixXd cross_kernel(const MatrixXd& X) const {
     if (!ard_)
       return (squared_distances(X_, X) * (-0.5 / (length_scale_ * length_scale_ * features()))).array().exp().matrix();
     return scaled_kernel(X_, X, inv_scale_);
   }
   // exp(-||(a - b) o scale||^2 / 2) for the rows a of A and b of B.
-  static Eigen::MatrixXd scaled_kernel(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B,
-                                       const Eigen::VectorXd& scale) {
+  static MatrixXd scaled_kernel(const MatrixXd& A, const MatrixXd& B,
+                                       const VectorXd& scale) {
     return (squared_distances(A * scale.asDiagonal(), B * scale.asDiagonal()) * -0.5).array().exp().matrix();
   }
-  void check_fitted(const Eigen::MatrixXd& X) const {
+  void check_fitted(const MatrixXd& X) const {
     if (!fitted()) throw std::logic_error("GaussianProcess::predict: not fitted");
     if (X.cols() != X_.cols())
       throw std::invalid_argument("GaussianProcess::predict: " + std::to_string(X.cols()) + " features, fitted on " +
@@ -252,15 +261,20 @@ class GaussianProcess {
   }
 
   GaussianProcessParams params_{};
-  Eigen::MatrixXd X_{};
-  Eigen::LLT<Eigen::MatrixXd> llt_{};
-  Eigen::VectorXd alpha_{};
+  MatrixXd X_{};
+  Eigen::LLT<MatrixXd> llt_{};
+  VectorXd alpha_{};
   // 1 / (l_j sqrt p) per feature: the kernel is exp(-||(a - b) o inv_scale||^2 / 2).
-  Eigen::VectorXd inv_scale_{};
+  VectorXd inv_scale_{};
   double y_mean_ = 0.0, y_scale_ = 1.0, length_scale_ = 1.0;
   bool ard_ = false;
   double log_likelihood_ = -std::numeric_limits<double>::infinity();
 };
+}  // namespace detail
+
+/// detail::GaussianProcessImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using GaussianProcess = detail::GaussianProcessImpl<>;
 
 static_assert(UncertainSurrogate<GaussianProcess>);
 

@@ -4,6 +4,7 @@
 /// Guestrin 2016) with AutoTVM's hyperparameters and training schedule (XGBoostCostModel).
 
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
 
@@ -92,8 +93,9 @@ struct GradientBoostedTreesParams {
 /// AutoTVM's average recall@n (xgboost_cost_model.py, xgb_average_recalln_curve_score): order
 /// the rows by prediction (descending), rank their labels (0 = best), and average over i < n the
 /// recall curve ret[i] = #{k < i : rank_k <= i} / (i + 1). Ties are broken by row order.
-inline double average_recall(const Eigen::VectorXd& predictions, const Eigen::VectorXd& labels,
-                             std::size_t n) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+double average_recall(const Eigen::VectorXd& predictions, const Eigen::VectorXd& labels,
+                      std::size_t n) {
   const auto rows = static_cast<std::size_t>(labels.size());
   std::vector<std::size_t> trials(rows);
   std::iota(trials.begin(), trials.end(), 0);
@@ -121,27 +123,34 @@ inline double average_recall(const Eigen::VectorXd& predictions, const Eigen::Ve
   return sum / static_cast<double>(n);
 }
 
+namespace detail {
+
 /// AutoTVM's cost model: boosted regression trees on throughput. fit() normalises the targets
 /// by their maximum (y / max(y) when max(y) > 0), boosts up to max_rounds trees and stops early
 /// on the training set's average recall@plan_size, keeping the trees up to the best round
 /// (without early stopping, early_stopping_rounds = 0, it keeps all max_rounds trees).
 /// predict() returns, for squared error, the prediction in the units of y (normalised prediction
 /// times max(y)); for the rank loss, the raw score (only its order is meaningful).
-class GradientBoostedTrees {
+template <class Lazy = void>
+class GradientBoostedTreesImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
   using Params = GradientBoostedTreesParams;
 
-  GradientBoostedTrees() = default;
-  explicit GradientBoostedTrees(Params params) : params_(params) { params_.validate(); }
+  GradientBoostedTreesImpl() = default;
+  explicit GradientBoostedTreesImpl(Params params) : params_(params) { params_.validate(); }
 
-  void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
+  void fit(const MatrixXd& x, const VectorXd& y, Rng& rng) {
     params_.validate();
     if (x.rows() != y.size() || x.rows() == 0)
       throw std::invalid_argument("GradientBoostedTrees::fit: X and y need the same number (> 0) of rows");
     const auto n = static_cast<std::size_t>(x.rows());
     const double ymax = y.maxCoeff();
     scale_ = ymax > 0 ? ymax : 1.0;
-    const Eigen::VectorXd yn = y / scale_;
+    const VectorXd yn = y / scale_;
     base_ = params_.loss == BoostingLoss::squared_error ? params_.base_score : 0.0;
 
     const BinnedMatrix binned(x, params_.binning);
@@ -151,7 +160,7 @@ class GradientBoostedTrees {
                         .gamma = params_.gamma,
                         .feature_fraction = params_.feature_fraction};
     trees_.clear();
-    Eigen::VectorXd pred = Eigen::VectorXd::Constant(x.rows(), base_);
+    VectorXd pred = VectorXd::Constant(x.rows(), base_);
     std::vector<double> g(n), h(n);
     std::vector<std::uint32_t> rows;
     std::vector<std::int32_t> leaf_of(n);
@@ -191,9 +200,9 @@ class GradientBoostedTrees {
     recall_ = best_score;
   }
 
-  Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
+  VectorXd predict(const MatrixXd& x) const {
     if (trees_.empty()) throw std::logic_error("GradientBoostedTrees: predict before fit");
-    Eigen::VectorXd out = Eigen::VectorXd::Constant(x.rows(), base_);
+    VectorXd out = VectorXd::Constant(x.rows(), base_);
     // Chunks of rows in parallel, each through the trees in order (so the sums do not depend
     // on the thread count); a small batch stays on one thread.
     constexpr Eigen::Index chunk = 512;
@@ -216,7 +225,7 @@ class GradientBoostedTrees {
   double training_recall() const noexcept { return recall_; }
 
  private:
-  void gradients(const Eigen::VectorXd& pred, const Eigen::VectorXd& y, std::vector<double>& g,
+  void gradients(const VectorXd& pred, const VectorXd& y, std::vector<double>& g,
                  std::vector<double>& h, Rng& rng) const {
     const auto n = static_cast<std::size_t>(y.size());
     if (params_.loss == BoostingLoss::squared_error) {
@@ -261,6 +270,11 @@ class GradientBoostedTrees {
   double scale_ = 1.0;
   double recall_ = 0.0;
 };
+}  // namespace detail
+
+/// detail::GradientBoostedTreesImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using GradientBoostedTrees = detail::GradientBoostedTreesImpl<>;
 
 static_assert(Surrogate<GradientBoostedTrees>);
 

@@ -4,6 +4,7 @@
 /// deviation (AdaTune 4.2.1), by default the bias-corrected infinitesimal jackknife.
 
 #include "tunekit/concepts/surrogate.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/core/parallel_gate.hpp"
 #include "tunekit/core/random.hpp"
 #include "tunekit/surrogate/cart.hpp"
@@ -45,8 +46,9 @@ enum class ForestVariance {
 /// the correction by the empirical variance of the in-bag counts, which is 1 - 1/n for the
 /// bootstrap; this is the paper's formula, with that factor 1.) Computed as
 /// Cov = Tc * N^T / B (q x n; centring T suffices, Tc 1 = 0), V_IJ = rowwise squared norm.
-inline Eigen::VectorXd infinitesimal_jackknife_variance(const Eigen::MatrixXd& inbag,
-                                                        const Eigen::MatrixXd& tree_predictions) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+Eigen::VectorXd infinitesimal_jackknife_variance(const Eigen::MatrixXd& inbag,
+                                                 const Eigen::MatrixXd& tree_predictions) {
   if (inbag.cols() != tree_predictions.cols() || inbag.cols() == 0)
     throw std::invalid_argument("infinitesimal_jackknife_variance: inbag (n x B) and tree "
                                 "predictions (q x B) need the same B > 0");
@@ -99,6 +101,8 @@ struct RandomForestParams {
   }
 };
 
+namespace detail {
+
 /// A random forest regressor with uncertainty. fit() grows the bootstrap trees in parallel with
 /// OpenMP (one generator per tree, derived from the caller's in tree order before the parallel
 /// loop, so a seed gives the same forest for any thread count) and records the in-bag counts
@@ -108,14 +112,19 @@ struct RandomForestParams {
 /// squared out-of-bag residual of the training rows) only with add_residual_variance. The
 /// default, V_IJ-U alone, is the uncertainty of the model's mean (what AdaTune's expected
 /// improvement uses); it shrinks as data grow and does not cover measurement noise.
-class RandomForest {
+template <class Lazy = void>
+class RandomForestImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using VectorXd = Deferred<Eigen::VectorXd, Lazy>;
+
  public:
   using Params = RandomForestParams;
 
-  RandomForest() = default;
-  explicit RandomForest(Params params) : params_(params) { params_.validate(); }
+  RandomForestImpl() = default;
+  explicit RandomForestImpl(Params params) : params_(params) { params_.validate(); }
 
-  void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
+  void fit(const MatrixXd& x, const VectorXd& y, Rng& rng) {
     params_.validate();
     if (x.rows() != y.size() || x.rows() == 0)
       throw std::invalid_argument("RandomForest::fit: X and y need the same number (> 0) of rows");
@@ -133,7 +142,7 @@ class RandomForest {
 
     trees_.assign(b_count, RegressionTree{});
     inbag_.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(b_count));
-    Eigen::MatrixXd train_pred(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(b_count));
+    MatrixXd train_pred(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(b_count));
     const auto b_signed = static_cast<std::ptrdiff_t>(b_count);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t bi = 0; bi < b_signed; ++bi) {
@@ -178,9 +187,9 @@ class RandomForest {
   }
 
   /// The B trees' predictions, q x B.
-  Eigen::MatrixXd tree_predictions(const Eigen::MatrixXd& x) const {
+  MatrixXd tree_predictions(const MatrixXd& x) const {
     check_fitted();
-    Eigen::MatrixXd t(x.rows(), static_cast<Eigen::Index>(trees_.size()));
+    MatrixXd t(x.rows(), static_cast<Eigen::Index>(trees_.size()));
     const auto b_signed = static_cast<std::ptrdiff_t>(trees_.size());
     // Small batches (an optimizer scoring a few chains) run serially: a parallel region per call
     // would cost more than it saves.
@@ -192,15 +201,15 @@ class RandomForest {
   }
 
   /// The forest's mean prediction.
-  Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
+  VectorXd predict(const MatrixXd& x) const {
     return tree_predictions(x).rowwise().mean();
   }
 
   /// Mean and standard deviation (see the class comment for what std is).
-  void predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& std) const {
-    const Eigen::MatrixXd t = tree_predictions(x);
+  void predict(const MatrixXd& x, VectorXd& mean, VectorXd& std) const {
+    const MatrixXd t = tree_predictions(x);
     mean = t.rowwise().mean();
-    Eigen::VectorXd var;
+    VectorXd var;
     if (params_.variance == ForestVariance::jackknife) {
       var = infinitesimal_jackknife_variance(inbag_, t);
     } else {
@@ -213,7 +222,7 @@ class RandomForest {
   const Params& params() const noexcept { return params_; }
   const std::vector<RegressionTree>& trees() const noexcept { return trees_; }
   /// In-bag counts N_bi of the last fit, n x B.
-  const Eigen::MatrixXd& inbag() const noexcept { return inbag_; }
+  const MatrixXd& inbag() const noexcept { return inbag_; }
   /// Mean squared out-of-bag residual of the last fit (0 unless add_residual_variance).
   double residual_variance() const noexcept { return residual_variance_; }
 
@@ -224,9 +233,14 @@ class RandomForest {
 
   Params params_{};
   std::vector<RegressionTree> trees_;
-  Eigen::MatrixXd inbag_;
+  MatrixXd inbag_;
   double residual_variance_ = 0.0;
 };
+}  // namespace detail
+
+/// detail::RandomForestImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using RandomForest = detail::RandomForestImpl<>;
 
 static_assert(Surrogate<RandomForest>);
 static_assert(UncertainSurrogate<RandomForest>);

@@ -17,8 +17,9 @@ namespace tunekit {
 /// takes the candidate with the largest gain = score_weight * score + knob_weight * (number of
 /// knobs whose value no picked candidate has yet); the first (best-scored) candidate wins a
 /// tie. Returns positions into `cands`.
-inline std::vector<std::size_t> submodular_pick(const SearchSpace& space, std::span<const Candidate> cands,
-                                                std::size_t n, double knob_weight, double score_weight) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::vector<std::size_t> submodular_pick(const SearchSpace& space, std::span<const Candidate> cands,
+                                         std::size_t n, double knob_weight, double score_weight) {
   const std::size_t dims = space.dimensions();
   std::vector<std::vector<bool>> seen(dims);
   for (std::size_t k = 0; k < dims; ++k) seen[k].assign(space.knob(k).size(), false);

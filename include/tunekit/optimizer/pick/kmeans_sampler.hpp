@@ -6,6 +6,7 @@
 /// synthesize_sample (Chameleon's sample synthesis).
 
 #include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/stats/kmeans.hpp"
 
 #include <Eigen/Core>
@@ -29,8 +30,9 @@ namespace tunekit {
 /// SearchSpace::add_inactive), that config's valid neighbours (SearchSpace::neighbours), and the
 /// configs in `fallback` (all valid). The first of these wins a tie. std::nullopt when none of
 /// them is valid.
-inline std::optional<Config> nearest_valid_config(const SearchSpace& space, const Eigen::RowVectorXd& point,
-                                                  std::span<const Config> fallback) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+std::optional<Config> nearest_valid_config(const SearchSpace& space, const Eigen::RowVectorXd& point,
+                                           std::span<const Config> fallback) {
   const std::size_t dims = space.dimensions();
   if (static_cast<std::size_t>(point.size()) != dims)
     throw std::invalid_argument("nearest_valid_config: the point has the wrong number of dimensions");
@@ -157,6 +159,8 @@ struct KMeansPickReport {
   std::size_t synthesized = 0;
 };
 
+namespace detail {
+
 /// Chameleon's adaptive sampling: instead of measuring the search's n best candidates, cluster
 /// them with k-means in knob-index space for k = 8, 16, ... up to n and stop at the knee
 /// (kmeans_knee: threshold * loss_k >= loss_previous), then measure one config per cluster:
@@ -169,12 +173,16 @@ struct KMeansPickReport {
 /// usually fewer than n: similar candidates cost one measurement, which is where Chameleon saves
 /// measurements (Shortfall::measure_less: the batch is these configs plus the exploration's
 /// random share).
-class KMeansSampler {
+template <class Lazy = void>
+class KMeansSamplerImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+
  public:
   static constexpr Shortfall shortfall = Shortfall::measure_less;
 
-  KMeansSampler() = default;
-  explicit KMeansSampler(KMeansSamplerParams params) : params_(params) { params_.validate(); }
+  KMeansSamplerImpl() = default;
+  explicit KMeansSamplerImpl(KMeansSamplerParams params) : params_(params) { params_.validate(); }
 
   std::size_t candidates(std::size_t n) const {
     params_.validate();
@@ -189,7 +197,7 @@ class KMeansSampler {
     if (best_first.empty() || n == 0) return out;
     const SearchSpace& space = ctx.space;
     const std::size_t dims = space.dimensions();
-    Eigen::MatrixXd points(static_cast<Eigen::Index>(best_first.size()), static_cast<Eigen::Index>(dims));
+    MatrixXd points(static_cast<Eigen::Index>(best_first.size()), static_cast<Eigen::Index>(dims));
     std::vector<Config> configs;
     configs.reserve(best_first.size());
     for (std::size_t i = 0; i < best_first.size(); ++i) {
@@ -241,6 +249,11 @@ class KMeansSampler {
   KMeansSamplerParams params_{};
   KMeansPickReport last_{};
 };
+}  // namespace detail
+
+/// detail::KMeansSamplerImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using KMeansSampler = detail::KMeansSamplerImpl<>;
 
 static_assert(PickPolicy<KMeansSampler>);
 

@@ -49,6 +49,8 @@ struct AnnealingParams {
   }
 };
 
+namespace detail {
+
 /// AutoTVM's model optimizer: parallel_size Markov chains over the space maximise the
 /// acquisition score. Each iteration moves every chain to a random neighbour (one random knob
 /// set to a random other value, valid under the constraints), accepts it with probability
@@ -66,10 +68,11 @@ struct AnnealingParams {
 /// iterations faster than serial ones (it does not when another process holds a core). Every chain draws from its own generator, derived from
 /// the caller's in chain order, and the blocks do not depend on the threads: a seed gives the
 /// same search for any thread count.
-class AnnealingSearch {
+template <class = void>
+class AnnealingSearchImpl {
  public:
-  AnnealingSearch() = default;
-  explicit AnnealingSearch(AnnealingParams params) : params_(params) { params_.validate(); }
+  AnnealingSearchImpl() = default;
+  explicit AnnealingSearchImpl(AnnealingParams params) : params_(params) { params_.validate(); }
 
   /// The top `num` unvisited configs by score, best first (fewer when the chains met fewer).
   /// Requires ctx.score.
@@ -175,6 +178,11 @@ class AnnealingSearch {
   std::vector<Config> points_;
   std::size_t iterations_ = 0;
 };
+}  // namespace detail
+
+/// detail::AnnealingSearchImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using AnnealingSearch = detail::AnnealingSearchImpl<>;
 
 static_assert(Search<AnnealingSearch>);
 

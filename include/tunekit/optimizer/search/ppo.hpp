@@ -5,6 +5,7 @@
 /// search space against the acquisition over the surrogate. A Search of ModelBased.
 
 #include "tunekit/concepts/optimizer.hpp"
+#include "tunekit/core/deferred.hpp"
 #include "tunekit/optimizer/candidate_list.hpp"
 #include "tunekit/stats/actor_critic.hpp"
 #include "tunekit/stats/mlp.hpp"
@@ -81,6 +82,8 @@ struct PpoParams {
   }
 };
 
+namespace detail {
+
 /// Chameleon's adaptive exploration: a PPO agent walks the space to maximise the acquisition.
 ///
 /// The environment: the state is the config's knob indices divided by their knobs' number of
@@ -104,10 +107,15 @@ struct PpoParams {
 /// from one search to the next (the rounds of one task); a space with another number of knobs
 /// starts a new agent. Everything draws from the caller's generator in a fixed order: a seed
 /// gives the same search.
-class PpoSearch {
+template <class Lazy = void>
+class PpoSearchImpl {
+  // Eigen's types through Lazy: see Deferred.
+  using MatrixXd = Deferred<Eigen::MatrixXd, Lazy>;
+  using RowVectorXd = Deferred<Eigen::RowVectorXd, Lazy>;
+
  public:
-  PpoSearch() = default;
-  explicit PpoSearch(PpoParams params) : params_(params) { params_.validate(); }
+  PpoSearchImpl() = default;
+  explicit PpoSearchImpl(PpoParams params) : params_(params) { params_.validate(); }
 
   /// The top `num` unvisited configs by score that the walkers reached, best first. Requires
   /// ctx.score.
@@ -195,9 +203,9 @@ class PpoSearch {
           rewards(static_cast<Eigen::Index>(walkers * horizon)) {}
     std::size_t walkers;
     std::size_t steps = 0;
-    Eigen::MatrixXd states;
+    MatrixXd states;
     Eigen::MatrixXi actions;
-    Eigen::RowVectorXd old_log_prob, values, rewards;
+    RowVectorXd old_log_prob, values, rewards;
   };
 
   // One search's walkers: where they are, their scores, the rollout of the current horizon, the
@@ -219,13 +227,13 @@ class PpoSearch {
     std::size_t walkers, horizon;
     Rollout roll;
     CandidateList top;
-    Eigen::RowVectorXd inv_size;
+    RowVectorXd inv_size;
     std::vector<Config> points{}, moved{};
     std::vector<std::size_t> moved_walker{}, order;
     std::vector<double> scores{};
     double lowest = std::numeric_limits<double>::infinity();
-    Eigen::MatrixXd states{}, log_probs{};
-    Eigen::RowVectorXd values{};
+    MatrixXd states{}, log_probs{};
+    RowVectorXd values{};
 
     // The walkers' states: knob indices over their knobs' sizes, one column per walker.
     void states_of() {
@@ -320,11 +328,11 @@ class PpoSearch {
 
   // GAE over the rollout (bootstrapped with `last_values`, the values of the states after its
   // last step), then `epochs` passes of minibatch Adam on the PPO loss.
-  void learn(const Rollout& roll, const Eigen::RowVectorXd& last_values, Rng& rng) {
+  void learn(const Rollout& roll, const RowVectorXd& last_values, Rng& rng) {
     const std::size_t walkers = roll.walkers;
     const std::size_t n = roll.steps * walkers;
     if (n == 0) return;
-    Eigen::RowVectorXd adv(static_cast<Eigen::Index>(n));
+    RowVectorXd adv(static_cast<Eigen::Index>(n));
     const double gamma = params_.discount, lambda = params_.gae_lambda;
     for (std::size_t i = 0; i < walkers; ++i) {
       double next_value = last_values[static_cast<Eigen::Index>(i)];
@@ -338,7 +346,7 @@ class PpoSearch {
       }
     }
     const auto nn = static_cast<Eigen::Index>(n);
-    const Eigen::RowVectorXd target = adv + roll.values.head(nn);
+    const RowVectorXd target = adv + roll.values.head(nn);
     const double mean = adv.mean();
     const double sd = std::sqrt((adv.array() - mean).square().mean());
     adv = ((adv.array() - mean) / (sd > 1e-12 ? sd : 1.0)).matrix();
@@ -372,6 +380,11 @@ class PpoSearch {
   double mean_reward_ = 0.0;
   std::size_t updates_ = 0;
 };
+}  // namespace detail
+
+/// detail::PpoSearchImpl<>: a template only so that it is compiled in the files that use it
+/// (docs/getting-started.md, "Compile time").
+using PpoSearch = detail::PpoSearchImpl<>;
 
 static_assert(Search<PpoSearch>);
 

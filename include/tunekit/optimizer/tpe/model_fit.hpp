@@ -75,7 +75,8 @@ struct LogTimes {
   std::vector<Config> configs{};
   Eigen::VectorXd y{};
 };
-inline LogTimes log_times(std::span<const Trial* const> trials, std::span<const Config> lies = {}) {
+template <class = void>  // compiled where it is used: docs/getting-started.md, "Compile time"
+LogTimes log_times(std::span<const Trial* const> trials, std::span<const Config> lies = {}) {
   LogTimes t;
   t.y.resize(static_cast<Eigen::Index>(trials.size() + lies.size()));
   for (std::size_t i = 0; i < trials.size(); ++i) {

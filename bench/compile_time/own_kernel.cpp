@@ -1,5 +1,5 @@
 // Compile-time benchmark: a program that tunes its own kernel (the quickstart's made-up one) with
-// the default preset, tunekit::TpeGpRfRestartsTuner, a progress bar and a log: what a user's first
+// the default preset, tunekit::TpeTuner, a progress bar and a log: what a user's first
 // tuning program costs to compile.
 #include <tunekit/tunekit.hpp>
 
@@ -22,7 +22,7 @@ struct Saxpy {  // a space, a FLOP count, and timed runs
 int main() {
   Saxpy kernel;
   tunekit::Rng rng(42);
-  tunekit::TpeGpRfRestartsTuner tuner(kernel.space(), {.budget = {.trials = 40}});
+  tunekit::TpeTuner tuner(kernel.space(), {.budget = {.trials = 40}});
   auto result = tuner.tune(kernel, rng, tunekit::ProgressBar(), tunekit::LogToFile("saxpy.jsonl"));
   std::printf("best: %s, %.2f GFLOPS\n", kernel.space().describe(result.best->config).c_str(),
               result.best->measurement.throughput(kernel.flop()) / 1e9);

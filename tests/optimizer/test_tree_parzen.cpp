@@ -152,6 +152,24 @@ TEST_CASE("TreeParzen: finds the optimum of a bowl far sooner than random search
   CHECK(found >= 8);
 }
 
+TEST_CASE("GoodDensityDraws: the good density's draws alone find a bowl's optimum sooner than random search") {
+  // TreeParzen with one source, the draws from l(x): after the start, every pick is the draw of
+  // largest l(x) / g(x). Over 15 seeds of 150 configs of the bowl, its median best is far below
+  // random search's (a source of random configs would be random search).
+  const SearchSpace s = square_bowl_space();
+  std::vector<double> draws_best, rs_best;
+  for (std::uint64_t seed = 0; seed < 15; ++seed) {
+    Tpe<GoodDensityDraws> draws;
+    draws_best.push_back(best_of(run(draws, s, square_bowl, 150, seed), 150));
+    CHECK(draws.last_round().candidates[0] > 0);
+    RandomSearch rs;
+    rs_best.push_back(best_of(run(rs, s, square_bowl, 150, seed), 150));
+  }
+  MESSAGE("median best after 150: draws from l(x) " << median(draws_best) << ", random " << median(rs_best));
+  CHECK(median(draws_best) <= 1.06);
+  CHECK(median(rs_best) >= 1.10);
+}
+
 TEST_CASE("ModelStart: a Gaussian process's picks find a bowl's optimum sooner than TPE alone") {
   // The bowl above, 40 configs: after the 10-config start, 30 picks by the Gaussian process's
   // expected improvement (a model start of 40 trials) against 30 of TPE's (its good group is one

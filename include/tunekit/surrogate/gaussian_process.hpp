@@ -173,7 +173,9 @@ class GaussianProcessImpl {
   // A fit at log kernel weights theta (t_j = -2 log l_j - log p: k = exp(-sum_j e^t_j d_j^2 / 2)).
   struct Fit {
     VectorXd theta{};
-    Eigen::LLT<MatrixXd> llt{};
+    // The empty matrix's factor, not Eigen's default: that leaves its info unset, and moving or
+    // copying it reads the unset value (undefined behaviour, UBSan's report).
+    Eigen::LLT<MatrixXd> llt{MatrixXd(0, 0)};
     VectorXd alpha{};
     double lml = -std::numeric_limits<double>::infinity();
     VectorXd grad{};  // of lml, when asked for
@@ -262,7 +264,7 @@ class GaussianProcessImpl {
 
   GaussianProcessParams params_{};
   MatrixXd X_{};
-  Eigen::LLT<MatrixXd> llt_{};
+  Eigen::LLT<MatrixXd> llt_{MatrixXd(0, 0)};  // the empty matrix's factor, as Fit::llt
   VectorXd alpha_{};
   // 1 / (l_j sqrt p) per feature: the kernel is exp(-||(a - b) o inv_scale||^2 / 2).
   VectorXd inv_scale_{};

@@ -104,6 +104,9 @@ TEST_CASE("TransferMargin predicts w(n) base(x) + local(x), the local model fitt
     CHECK(m.base().params().max_rounds == 400);  // AutoTVM's fit_log schedule for the base model
     CHECK(m.base().params().early_stopping_rounds == 100);
     CHECK(m.base().params().plan_size == 128);
+    // Before a fit, the base model's prediction (the prior Tuner picks the first configs by).
+    CHECK(m.has_prior());
+    CHECK((m.predict(all) - m.base().predict(all)).cwiseAbs().maxCoeff() == 0.0);
     tunekit::Rng rng(4);
     m.fit(few.x, few.y, rng);
     CHECK(m.weight() == tunekit::transfer_weight(20));
@@ -159,6 +162,8 @@ TEST_CASE("TransferMargin predicts w(n) base(x) + local(x), the local model fitt
     CHECK((small.predict(all) - plain.predict(all)).cwiseAbs().maxCoeff() == 0.0);
     tunekit::TransferMargin<tunekit::GradientBoostedTrees> none;
     CHECK_FALSE(none.has_base());
+    CHECK_FALSE(none.has_prior());
+    CHECK_THROWS_AS((void)none.predict(all), std::logic_error);
   }
 }
 

@@ -14,7 +14,9 @@
 /// the base model is dropped and the wrapper is the plain model. With fewer than 500 source
 /// records AutoTVM fits no base model; nor does this wrapper.
 ///
-/// Predictions are in the units the tuner fits (throughput relative to the best measured, as the
+/// Before its first fit, a wrapper with a base model predicts the base model's prediction (a
+/// PriorSurrogate: Tuner picks the first configs by it, as AutoTVM's tuner does after
+/// load_history). Predictions are in the units the tuner fits (throughput relative to the best measured, as the
 /// source's targets are relative to each source's best), higher better.
 
 #include "tunekit/concepts/surrogate.hpp"
@@ -112,7 +114,12 @@ class TransferMargin {
     has_base_ = true;
   }
 
+  /// Whether it predicts before a fit: with a base model, unfitted, it predicts the base
+  /// model's prediction (w(0) = 1; PriorSurrogate), as AutoTVM picks its first configs.
+  bool has_prior() const noexcept { return has_base_; }
+
   void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Rng& rng) {
+    fitted_ = true;
     weight_ = has_base_ ? transfer_weight(static_cast<std::size_t>(x.rows()), params_) : 0.0;
     if (weight_ == 0.0) {
       local_.fit(x, y, rng);
@@ -126,6 +133,7 @@ class TransferMargin {
   }
 
   Eigen::VectorXd predict(const Eigen::MatrixXd& x) const {
+    if (!fitted_) return prior(x);
     Eigen::VectorXd mean = local_.predict(x);
     if (weight_ > 0) mean += weight_ * base_prediction(x);
     return mean;
@@ -134,6 +142,11 @@ class TransferMargin {
   void predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& sd) const
     requires UncertainSurrogate<S>
   {
+    if (!fitted_) {
+      mean = prior(x);
+      sd = Eigen::VectorXd::Zero(mean.size());
+      return;
+    }
     local_.predict(x, mean, sd);
     if (weight_ > 0) mean += weight_ * base_prediction(x);
   }
@@ -149,6 +162,12 @@ class TransferMargin {
   const Params& params() const noexcept { return params_; }
 
  private:
+  // The prediction before any fit: the base model's.
+  Eigen::VectorXd prior(const Eigen::MatrixXd& x) const {
+    if (!has_base_) throw std::logic_error("TransferMargin: predict before fit, without a base model");
+    return base_prediction(x);
+  }
+
   // The base model's prediction of target rows (their features of the knobs in common).
   Eigen::VectorXd base_prediction(const Eigen::MatrixXd& x) const {
     if (static_cast<std::size_t>(x.cols()) != features_)
@@ -167,9 +186,10 @@ class TransferMargin {
   std::vector<Eigen::Index> columns_{};
   std::size_t features_ = 0;
   double weight_ = 0.0;
+  bool fitted_ = false;
 };
 
 static_assert(check_surrogate<TransferMargin<GradientBoostedTrees>>());
-static_assert(Surrogate<TransferMargin<GradientBoostedTrees>>);
+static_assert(PriorSurrogate<TransferMargin<GradientBoostedTrees>>);
 
 }  // namespace tunekit

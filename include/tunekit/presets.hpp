@@ -78,9 +78,16 @@ inline TpeGpRfRestartsSearch tpe_gp_rf_restarts_search() { return TpeGpRfRestart
 using TpeGpRfRestartsTuner =
     Tuner<NoSurrogate, PredictedMean, Configured<TpeGpRfRestartsSearch, tpe_gp_rf_restarts_search>, Deterministic>;
 
+/// AutoTVM's XGBTuner with the model `Model`: ranking candidates by predicted throughput,
+/// simulated annealing, epsilon-greedy 0.05, deterministic measurement. With
+/// TransferMargin<GradientBoostedTrees> (transfer/transfer_margin.hpp, given in Parts) it is
+/// AutoTVM's tuner with transfer learning from earlier runs.
+template <class Model = GradientBoostedTrees>
+using AutoTvm = Tuner<Model, PredictedMean, SimulatedAnnealing, Deterministic>;
+
 /// AutoTVM's XGBTuner: boosted trees (squared error, AutoTVM's defaults) ranking candidates by
 /// predicted throughput, simulated annealing, epsilon-greedy 0.05, deterministic measurement.
-using AutoTvmTuner = Tuner<GradientBoostedTrees, PredictedMean, SimulatedAnnealing, Deterministic>;
+using AutoTvmTuner = AutoTvm<>;
 
 /// AdaTune's ablation, step 1: the random forest with jackknife variance and expected improvement
 /// in place of AutoTVM's model, searched by plain simulated annealing (epsilon 0.05).
@@ -93,6 +100,9 @@ using RfEiCsaTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealin
 /// annealing, and the adaptive evaluator (AdaptiveCV: micro-batches until the throughput's
 /// coefficient of variation is below 0.1).
 using AdaTuneTuner = Tuner<RandomForest, ExpectedImprovement, ContextualAnnealing, AdaptiveCV>;
+/// AdaTune's pipeline with the model `Model` (TransferMargin<RandomForest>: with transfer).
+template <class Model = RandomForest>
+using AdaTune = Tuner<Model, ExpectedImprovement, ContextualAnnealing, AdaptiveCV>;
 
 /// Chameleon's ablation, step 1 (`sa-as`): AutoTVM's pipeline with Chameleon's adaptive sampling
 /// (KMeansSampler: k-means over the annealing's candidates, one measurement per cluster, sample
@@ -107,5 +117,8 @@ using PpoTuner = Tuner<GradientBoostedTrees, PredictedMean, PolicyGradient, Dete
 /// throughput, the PPO agent's adaptive exploration, adaptive sampling (KMeansSampler) of what
 /// it found, AutoTVM's epsilon-greedy 0.05 (kept in Chameleon's code), deterministic measurement.
 using ChameleonTuner = Tuner<GradientBoostedTrees, PredictedMean, Ppo<FixedEpsilon, KMeansSampler>, Deterministic>;
+/// Chameleon's pipeline with the model `Model` (TransferMargin<GradientBoostedTrees>: with transfer).
+template <class Model = GradientBoostedTrees>
+using Chameleon = Tuner<Model, PredictedMean, Ppo<FixedEpsilon, KMeansSampler>, Deterministic>;
 
 }  // namespace tunekit

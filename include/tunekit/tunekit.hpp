@@ -83,4 +83,6 @@
 #include "tunekit/surrogate/gaussian_process.hpp"
 #include "tunekit/surrogate/in_turns.hpp"
 #include "tunekit/surrogate/random_forest.hpp"
+#include "tunekit/transfer/source.hpp"
+#include "tunekit/transfer/transfer_margin.hpp"
 #include "tunekit/tuner.hpp"

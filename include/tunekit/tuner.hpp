@@ -323,8 +323,11 @@ class Tuner {
     if (n > 0) {
       SearchContext ctx{space_, history_, visited_, {}, best_throughput(), {}, best_target(), std::max<std::size_t>(parallel, 1)};
       if constexpr (!std::is_same_v<SurrogateT, NoSurrogate>) {
-        if (history_.successes() > 0) {
-          fit_surrogate(rng);
+        // Before the first success a surrogate with a prior scores unfitted (PriorSurrogate).
+        bool prior = false;
+        if constexpr (PriorSurrogate<SurrogateT>) prior = history_.successes() == 0 && parts_.surrogate.has_prior();
+        if (history_.successes() > 0 || prior) {
+          if (!prior) fit_surrogate(rng);
           ctx.score = [this](std::span<const Config> cs) { return score(cs); };
           ctx.predict = [this](std::span<const Config> cs, Eigen::VectorXd& mean, Eigen::VectorXd& sd) {
             predict(cs, mean, sd);

@@ -5,6 +5,7 @@
 
 #include <tunekit/surrogate/gradient_boosted_trees.hpp>
 
+#include "support/what_of.hpp"
 #include "surrogate/metrics.hpp"
 
 #include <doctest/doctest.h>
@@ -115,4 +116,27 @@ TEST_CASE("without early stopping boosting keeps max_rounds trees, for any threa
   }
   omp_set_num_threads(threads);
   CHECK_NOTHROW(tunekit::GradientBoostedTrees({.early_stopping_rounds = 0}));
+}
+
+TEST_CASE("boosted trees from a margin: a constant margin of base_score is the plain fit") {
+  // With max(y) = 1 (no rescaling), boosting from the margin 0.5 on every row is boosting from
+  // base_score 0.5: the same trees; predict() then gives the trees' part, without the margin.
+  tunekit::Rng data(5);
+  const Eigen::MatrixXd x = surrogate_test::uniform_points(300, 4, data);
+  Eigen::VectorXd y = smooth(x);
+  y /= y.maxCoeff();
+  tunekit::GradientBoostedTrees plain, margin;
+  tunekit::Rng r1(6), r2(6);
+  plain.fit(x, y, r1);
+  margin.fit(x, y, Eigen::VectorXd::Constant(y.size(), 0.5), r2);
+  REQUIRE(plain.trees().size() == margin.trees().size());
+  const Eigen::MatrixXd q = surrogate_test::uniform_points(200, 4, data);
+  CHECK((plain.predict(q) - (margin.predict(q).array() + 0.5).matrix()).cwiseAbs().maxCoeff() < 1e-12);
+  // A margin that is the truth leaves the trees almost nothing to fit.
+  tunekit::GradientBoostedTrees exact;
+  tunekit::Rng r3(6);
+  exact.fit(x, y, y, r3);
+  CHECK(exact.predict(x).cwiseAbs().maxCoeff() < 1e-9);
+  CHECK(tunekit::test::what_of<std::invalid_argument>([&] { exact.fit(x, y, Eigen::VectorXd(3), r3); }) ==
+        "GradientBoostedTrees::fit: the margin needs one value per row of y");
 }

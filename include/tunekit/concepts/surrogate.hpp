@@ -26,6 +26,15 @@ concept UncertainSurrogate =
     Surrogate<S> && requires(const S& s, const Eigen::MatrixXd& x, Eigen::VectorXd& m,
                              Eigen::VectorXd& sd) { s.predict(x, m, sd); };
 
+/// A surrogate that may predict before any fit, from what it knew beforehand (a model of earlier
+/// runs: TransferMargin): `bool has_prior() const`. Tuner then scores candidates with it until
+/// the first success, when it fits it as any surrogate (AutoTVM picks its first configs by its
+/// base model when it transfers).
+template <class S>
+concept PriorSurrogate = Surrogate<S> && requires(const S& s) {
+  { s.has_prior() } -> std::convertible_to<bool>;
+};
+
 /// No model: the tuner fits nothing and optimizers get no score (random and grid search).
 struct NoSurrogate {};
 

@@ -130,7 +130,8 @@ namespace detail {
 /// on the training set's average recall@plan_size, keeping the trees up to the best round
 /// (without early stopping, early_stopping_rounds = 0, it keeps all max_rounds trees).
 /// predict() returns, for squared error, the prediction in the units of y (normalised prediction
-/// times max(y)); for the rank loss, the raw score (only its order is meaningful).
+/// times max(y)); for the rank loss, the raw score (only its order is meaningful). After a fit
+/// from margins (XGBoost's base_margin) it returns the trees' part, without the margin.
 template <class Lazy = void>
 class GradientBoostedTreesImpl {
   // Eigen's types through Lazy: see Deferred.
@@ -144,6 +145,48 @@ class GradientBoostedTreesImpl {
   explicit GradientBoostedTreesImpl(Params params) : params_(params) { params_.validate(); }
 
   void fit(const MatrixXd& x, const VectorXd& y, Rng& rng) {
+    fit_from(x, y, nullptr, rng);
+  }
+
+  /// As fit, the boosting started from a margin per row (XGBoost's base_margin, in y's units
+  /// for squared error, raw scores for the rank loss) in place of base_score: the trees model
+  /// y - margin. predict() then returns the trees' part alone, to which the caller adds the
+  /// margin of the rows it predicts (as XGBoost's predict with a base_margin). AutoTVM's transfer
+  /// (TransferMargin) passes the discounted prediction of a model of earlier runs.
+  void fit(const MatrixXd& x, const VectorXd& y, const VectorXd& margin, Rng& rng) {
+    if (margin.size() != y.size())
+      throw std::invalid_argument("GradientBoostedTrees::fit: the margin needs one value per row of y");
+    if (!margin.allFinite()) throw std::invalid_argument("GradientBoostedTrees::fit: the margin must be finite");
+    fit_from(x, y, &margin, rng);
+  }
+
+  VectorXd predict(const MatrixXd& x) const {
+    if (trees_.empty()) throw std::logic_error("GradientBoostedTrees: predict before fit");
+    VectorXd out = VectorXd::Constant(x.rows(), base_);
+    // Chunks of rows in parallel, each through the trees in order (so the sums do not depend
+    // on the thread count); a small batch stays on one thread.
+    constexpr Eigen::Index chunk = 512;
+    const Eigen::Index chunks = (x.rows() + chunk - 1) / chunk;
+    const bool parallel = chunks > 1 && x.rows() * static_cast<Eigen::Index>(trees_.size()) >= (1 << 17);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (Eigen::Index c = 0; c < chunks; ++c) {
+      const Eigen::Index first = c * chunk, count = std::min(chunk, x.rows() - first);
+      const std::span<double> part(out.data() + first, static_cast<std::size_t>(count));
+      for (const auto& t : trees_) t.predict_add(x, first, part);
+    }
+    if (params_.loss == BoostingLoss::squared_error) out *= scale_;
+    return out;
+  }
+
+  const Params& params() const noexcept { return params_; }
+  /// Trees kept by the last fit (eta already folded into their leaves).
+  const std::vector<RegressionTree>& trees() const noexcept { return trees_; }
+  /// The training set's average recall@plan_size at the kept round.
+  double training_recall() const noexcept { return recall_; }
+
+ private:
+  // fit, from base_score (margin null) or from the rows' margins.
+  void fit_from(const MatrixXd& x, const VectorXd& y, const VectorXd* margin, Rng& rng) {
     params_.validate();
     if (x.rows() != y.size() || x.rows() == 0)
       throw std::invalid_argument("GradientBoostedTrees::fit: X and y need the same number (> 0) of rows");
@@ -151,7 +194,8 @@ class GradientBoostedTreesImpl {
     const double ymax = y.maxCoeff();
     scale_ = ymax > 0 ? ymax : 1.0;
     const VectorXd yn = y / scale_;
-    base_ = params_.loss == BoostingLoss::squared_error ? params_.base_score : 0.0;
+    const bool squared = params_.loss == BoostingLoss::squared_error;
+    base_ = squared && !margin ? params_.base_score : 0.0;
 
     const BinnedMatrix binned(x, params_.binning);
     const TreeParams tp{.max_depth = params_.max_depth,
@@ -161,6 +205,7 @@ class GradientBoostedTreesImpl {
                         .feature_fraction = params_.feature_fraction};
     trees_.clear();
     VectorXd pred = VectorXd::Constant(x.rows(), base_);
+    if (margin) pred += squared ? VectorXd(*margin / scale_) : *margin;
     std::vector<double> g(n), h(n);
     std::vector<std::uint32_t> rows;
     std::vector<std::int32_t> leaf_of(n);
@@ -200,31 +245,6 @@ class GradientBoostedTreesImpl {
     recall_ = best_score;
   }
 
-  VectorXd predict(const MatrixXd& x) const {
-    if (trees_.empty()) throw std::logic_error("GradientBoostedTrees: predict before fit");
-    VectorXd out = VectorXd::Constant(x.rows(), base_);
-    // Chunks of rows in parallel, each through the trees in order (so the sums do not depend
-    // on the thread count); a small batch stays on one thread.
-    constexpr Eigen::Index chunk = 512;
-    const Eigen::Index chunks = (x.rows() + chunk - 1) / chunk;
-    const bool parallel = chunks > 1 && x.rows() * static_cast<Eigen::Index>(trees_.size()) >= (1 << 17);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (Eigen::Index c = 0; c < chunks; ++c) {
-      const Eigen::Index first = c * chunk, count = std::min(chunk, x.rows() - first);
-      const std::span<double> part(out.data() + first, static_cast<std::size_t>(count));
-      for (const auto& t : trees_) t.predict_add(x, first, part);
-    }
-    if (params_.loss == BoostingLoss::squared_error) out *= scale_;
-    return out;
-  }
-
-  const Params& params() const noexcept { return params_; }
-  /// Trees kept by the last fit (eta already folded into their leaves).
-  const std::vector<RegressionTree>& trees() const noexcept { return trees_; }
-  /// The training set's average recall@plan_size at the kept round.
-  double training_recall() const noexcept { return recall_; }
-
- private:
   void gradients(const VectorXd& pred, const VectorXd& y, std::vector<double>& g,
                  std::vector<double>& h, Rng& rng) const {
     const auto n = static_cast<std::size_t>(y.size());

@@ -8,6 +8,7 @@
 #include <tunekit/preset_registry.hpp>
 #include <tunekit/scheduler/by_name.hpp>
 #include <tunekit/farm/local.hpp>
+#include <tunekit/transfer/presets.hpp>
 #if defined(TUNEKIT_REPLAY_MPI)
 #include <tunekit/farm/mpi.hpp>
 #endif
@@ -91,6 +92,14 @@ const char* const usage_tail = R"(  --plan-size N          configs per round (Au
                          --seeds 1 only                                          [none]
   --resume               continue a killed run from --log exactly (resume_exact): the
                          same trials and results as the uninterrupted run
+  --transfer FILE        an earlier run's records to start from (repeatable): a tunekit log
+                         (.jsonl, every task of it) or a recorded space (dataset CSV,
+                         Kernel Tuner cache, T4 file; gzipped or not), matched to the
+                         dataset's knobs by name and value (docs/concepts.md, "Transfer")
+  --transfer-method M    how --transfer is used: tunekit (TreeParzen's transfer parts, with
+                         --tuner tpe), autotvm (AutoTVM's TransferMargin on the autotvm
+                         preset), top-first (the sources' fastest configs in order, then
+                         random ones; no --tuner)                              [tunekit]
   --quiet                no per-seed lines
   --help                 this text
 
@@ -130,6 +139,9 @@ static_assert(tunekit::ConfirmParams{}.turns == 3, "the --confirm help text says
 
 struct Args {
   std::string dataset, tuner, evaluator, out, summary_json, log, objective;
+  // Transfer: the sources and how they are used (empty: none).
+  std::vector<std::string> transfer;
+  std::string transfer_method;
   std::optional<bool> higher_is_better;
   std::size_t budget, seeds, plan_size, repeat, max_runs, batch;
   double flop, overhead, cv_threshold, sleep, worker_timeout;
@@ -191,6 +203,28 @@ Args parse(tunekit::cli::CommandLine& cl) {
   a.weights = number_list(cl, "--weights", a.datasets.size(), 1.0);
   a.flops = number_list(cl, "--flops", a.datasets.size(), 0.0);
   a.tuner = cl.text("--tuner", std::string(tunekit::default_preset));
+  a.transfer = cl.texts("--transfer");
+  a.transfer_method = cl.text("--transfer-method", "tunekit");
+  if (cl.given("--transfer-method") && a.transfer.empty()) cl.fail("--transfer-method needs --transfer FILE");
+  if (!a.transfer.empty()) {
+    const bool named = cl.given("--tuner");
+    if (a.transfer_method == "tunekit") {
+      if (named && a.tuner != "tpe")
+        cl.fail("--transfer-method tunekit is TreeParzen's transfer and applies to --tuner tpe, not '" + a.tuner +
+                "' (AutoTVM's transfer: --transfer-method autotvm)");
+    } else if (a.transfer_method == "autotvm") {
+      if (named && a.tuner != "autotvm")
+        cl.fail("--transfer-method autotvm is AutoTVM's transfer (TransferMargin on the autotvm preset) and applies "
+                "to --tuner autotvm, not '" + a.tuner + "'");
+      a.tuner = "autotvm";
+    } else if (a.transfer_method == "top-first") {
+      if (named) cl.fail("--transfer-method top-first is a tuner of its own: leave out --tuner");
+      a.tuner = "top-first";
+    } else {
+      cl.fail("unknown --transfer-method '" + a.transfer_method + "' (available: tunekit, autotvm, top-first)");
+    }
+    if (a.datasets.size() > 1 || cl.given("--scheduler")) cl.fail("--transfer is for a single-task replay");
+  }
   a.evaluator = cl.text("--evaluator", "preset");
   a.repeat = cl.count("--repeat", 3);
   a.max_runs = cl.count("--max-runs", 500);
@@ -281,9 +315,8 @@ using RunFn = std::function<tunekit::ReplayTrace(tunekit::ReplayKernel&, const A
 
 template <class TunerT>
 tunekit::ReplayTrace run_one(tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng,
-                             typename TunerT::Evaluator evaluator) {
-  TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size},
-               {.evaluator = std::move(evaluator)});
+                             typename TunerT::Parts parts) {
+  TunerT tuner(kernel.space(), {.budget = {.trials = a.budget}, .plan_size = a.plan_size}, std::move(parts));
   // The log is rank 0's (the tuning process's) alone.
   const bool log = !a.log.empty() && !mpi_worker;
   if (log) {
@@ -336,7 +369,21 @@ template <class TunerT>
 RunFn runner() {
   return [](tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng) {
     return with_evaluator<TunerT>(a, [&]<class T>(typename T::Evaluator e) {
-      return run_one<T>(kernel, a, rng, std::move(e));
+      return run_one<T>(kernel, a, rng, {.evaluator = std::move(e)});
+    });
+  };
+}
+
+// The runner of a transfer method (--transfer-method): TunerT with the parts `make` sets (its
+// model or optimizer made from the sources) and the evaluator of --evaluator.
+template <class TunerT, class Make>
+RunFn transfer_runner(Make make) {
+  return [make](tunekit::ReplayKernel& kernel, const Args& a, tunekit::Rng& rng) {
+    return with_evaluator<TunerT>(a, [&]<class T>(typename T::Evaluator e) {
+      typename T::Parts parts{};
+      make(parts);
+      parts.evaluator = std::move(e);
+      return run_one<T>(kernel, a, rng, std::move(parts));
     });
   };
 }
@@ -586,7 +633,9 @@ int main(int argc, char** argv) {
   if (args.workers > 0) std::cerr << "tunekit-replay: measuring on " << args.workers << " local worker processes\n";
   Runners run;
   try {
-    run = tunekit::with_preset(args.tuner, []<class TunerT>() { return runners<TunerT>(); });
+    // top-first (a transfer method) measures as the random preset does.
+    run = tunekit::with_preset(args.tuner == "top-first" ? "random" : args.tuner,
+                               []<class TunerT>() { return runners<TunerT>(); });
   } catch (const std::invalid_argument& e) {
     cl.fail(e.what());
   }
@@ -600,6 +649,37 @@ int main(int argc, char** argv) {
               << kernel.failed_count() << " failed) of " << kernel.space().product_size()
               << ", " << optimum_text(kernel) << "; tuner " << args.tuner << ", budget "
               << args.budget << ", " << args.seeds << " seeds\n";
+
+    // Transfer: the sources matched to the dataset once, shared by every seed's tuner.
+    std::optional<tunekit::TransferSource> source;
+    if (!args.transfer.empty()) {
+      std::vector<std::filesystem::path> files(args.transfer.begin(), args.transfer.end());
+      source.emplace(kernel.space(), tunekit::sources_from_files(files));
+      const tunekit::TransferPrior prior(kernel.space(), *source);
+      if (!mpi_worker) {
+        std::cerr << "tunekit-replay: transfer (" << args.transfer_method << ") from " << source->rows()
+                  << " records, knobs in common:";
+        for (const auto& k : source->common_knobs()) std::cerr << ' ' << k;
+        std::cerr << "; " << prior.recorded_configs().size() << " of them configs of the dataset\n";
+        for (const auto& s : source->sources())
+          if (s.left_out > 0)
+            std::cerr << "tunekit-replay: transfer: " << s.identity.file << ": " << s.left_out << " of " << s.records
+                      << " records left out (values the dataset's knobs lack)\n";
+      }
+      if (args.transfer_method == "tunekit")
+        run.single = transfer_runner<tunekit::TpeTransferTuner>([prior](auto& parts) {
+          parts.optimizer = tunekit::TpeTransferSearch(
+              {}, {.start = tunekit::TransferStart<>(prior), .model_start = tunekit::TransferModelStart<>(prior)});
+        });
+      else if (args.transfer_method == "autotvm")
+        run.single = transfer_runner<tunekit::AutoTvmTransferTuner>([src = *source](auto& parts) {
+          parts.surrogate = tunekit::TransferMargin<tunekit::GradientBoostedTrees>(src);
+        });
+      else
+        run.single = transfer_runner<tunekit::TopFirstTuner>([prior, &kernel](auto& parts) {
+          parts.optimizer = tunekit::TopFirst(kernel.space(), prior);
+        });
+    }
 
     std::ofstream out;
     if (!args.out.empty() && !mpi_worker) {
@@ -639,6 +719,10 @@ int main(int argc, char** argv) {
     summary["dataset"] = std::filesystem::path(args.dataset).filename().string();
     summary["tuner"] = args.tuner;
     summary["evaluator"] = args.evaluator;
+    if (source) {
+      summary["transfer_method"] = args.transfer_method;
+      summary["transfer"] = tunekit::sources_to_json(*source);
+    }
     summary["seeds"] = args.seeds;
     summary["budget"] = args.budget;
     summary["optimum_ms"] = kernel.optimum_ms();

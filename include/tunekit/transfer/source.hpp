@@ -267,6 +267,7 @@ class TransferSourceImpl {
           continue;
         }
         for (const auto col : columns_) rows.push_back(knob_features[static_cast<std::size_t>(col)]);
+        row_sources_.push_back(s);
         const double time = t.times[r];
         ys.push_back(std::isfinite(time) && time > 0 ? best / time : 0.0);
       }
@@ -289,6 +290,8 @@ class TransferSourceImpl {
   /// Each placed record's throughput relative to its source's best (0 for a failure).
   const VectorXd& targets() const noexcept { return y_; }
   std::size_t rows() const noexcept { return static_cast<std::size_t>(y_.size()); }
+  /// The source (its position in sources()) of each placed record.
+  const std::vector<std::size_t>& row_sources() const noexcept { return row_sources_; }
   /// The columns of the target's feature_matrix that features() holds, in order.
   const std::vector<Eigen::Index>& columns() const noexcept { return columns_; }
   /// feature_count of the target space.
@@ -314,6 +317,7 @@ class TransferSourceImpl {
   MatrixXd x_{};
   VectorXd y_{};
   std::vector<Eigen::Index> columns_{};
+  std::vector<std::size_t> row_sources_{};
   std::size_t features_ = 0;
   std::vector<std::string> common_{}, target_only_{};
   std::vector<SourceSummary> sources_{};

@@ -9,6 +9,7 @@
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "support/what_of.hpp"
+#include "support/zlib_gzip.hpp"
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -22,25 +23,7 @@
 
 namespace {
 
-// `data` as zlib's deflate writes a gzip member: compression level, strategy and memory level
-// as given; the header's name, comment and extra field (and its CRC-16) when `header` is set.
-std::string zlib_gzip(const std::string& data, int level, int strategy = Z_DEFAULT_STRATEGY, int mem_level = 8,
-                      gz_header* header = nullptr) {
-  z_stream s{};
-  if (deflateInit2(&s, level, Z_DEFLATED, 16 + 15, mem_level, strategy) != Z_OK)
-    throw std::runtime_error("deflateInit2");
-  if (header && deflateSetHeader(&s, header) != Z_OK) throw std::runtime_error("deflateSetHeader");
-  std::string out(deflateBound(&s, data.size()) + 1024, '\0');
-  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  s.avail_in = static_cast<uInt>(data.size());
-  s.next_out = reinterpret_cast<Bytef*>(out.data());
-  s.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&s, Z_FINISH);
-  out.resize(s.total_out);
-  deflateEnd(&s);
-  if (rc != Z_STREAM_END) throw std::runtime_error("deflate");
-  return out;
-}
+using tunekit::test::zlib_gzip;
 
 std::uint32_t zlib_crc32(const std::string& data) {
   return static_cast<std::uint32_t>(

@@ -226,4 +226,43 @@ TEST_CASE("tunekit-replay replays several datasets as one model with a scheduler
   CHECK(run(std::string(TUNEKIT_REPLAY_BIN) + data + "gemm_RTX_3090.csv --slot 4") != 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("tunekit-replay --transfer: the other GPU's recorded GEMM space as source, each method, and its errors") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tunekit_cli_transfer_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string data = std::string(" --dataset ") + TUNEKIT_DATASETS + "/";
+  const std::string target = std::string(TUNEKIT_REPLAY_BIN) + data + "gemm_RTX_3090.csv --budget 25 --seeds 5";
+  const std::string source = std::string(" --transfer ") + TUNEKIT_DATASETS + "/gemm_RTX_2080_Ti.csv";
+  // found score's mean at B = 25 over the 5 seeds, and the summary
+  const auto found_25 = [&](const std::string& args, const std::string& name) {
+    const auto summary = dir / (name + ".json");
+    REQUIRE(run(target + args + " --summary-json " + summary.string()) == 0);
+    std::ifstream in(summary);
+    return nlohmann::json::parse(in);
+  };
+  const auto cold = found_25(" --tuner tpe", "cold");
+  const auto tunekit = found_25(source, "tunekit");
+  CHECK(tunekit["transfer_method"] == "tunekit");
+  REQUIRE(tunekit["transfer"].size() == 1);
+  CHECK(tunekit["transfer"][0].dump().find("gemm_RTX_2080_Ti.csv") != std::string::npos);
+  CHECK_FALSE(cold.contains("transfer"));
+  // The 2080 Ti's space ranks the 3090's configs well (docs/benchmarks.md, "Transfer"): each method
+  // holds a better config after 25 than the cold run (20-seed means: 0.936, 0.971, 0.905 against 0.832).
+  const double c = cold["found_score_mean"]["25"].get<double>();
+  MESSAGE("found score at 25, cold " << c);
+  CHECK(tunekit["found_score_mean"]["25"].get<double>() > c + 0.03);
+  CHECK(found_25(source + " --transfer-method autotvm --tuner autotvm --plan-size 32", "autotvm")["found_score_mean"]["25"]
+            .get<double>() > c + 0.03);
+  CHECK(found_25(source + " --transfer-method top-first", "top")["found_score_mean"]["25"].get<double>() > c + 0.03);
+
+  // Errors: a method on a preset it does not apply to, an unknown method, a method without a
+  // source, a missing file, a source with no knob in common (a convolution for a GEMM).
+  CHECK(run(target + source + " --tuner autotvm") != 0);
+  CHECK(run(target + source + " --transfer-method autotvm --tuner tpe") != 0);
+  CHECK(run(target + source + " --transfer-method nope") != 0);
+  CHECK(run(target + " --transfer-method top-first") != 0);
+  CHECK(run(target + " --transfer " + (dir / "missing.csv").string()) != 0);
+  CHECK(run(target + " --transfer " + TUNEKIT_DATASETS + "/convolution_A100.csv") != 0);
+  std::filesystem::remove_all(dir);
+}
 #endif

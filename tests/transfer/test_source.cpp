@@ -7,6 +7,7 @@
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "support/what_of.hpp"
+#include "support/zlib_gzip.hpp"
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -18,22 +19,6 @@
 #include <vector>
 
 namespace transfer_source_test {
-
-// `data` as one gzip member (zlib's deflate: an implementation independent of tunekit's reader).
-std::string gzip_of(const std::string& data) {
-  z_stream s{};
-  if (deflateInit2(&s, 6, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
-  std::string out(deflateBound(&s, data.size()) + 64, '\0');
-  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  s.avail_in = static_cast<uInt>(data.size());
-  s.next_out = reinterpret_cast<Bytef*>(out.data());
-  s.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&s, Z_FINISH);
-  out.resize(s.total_out);
-  deflateEnd(&s);
-  if (rc != Z_STREAM_END) throw std::runtime_error("deflate");
-  return out;
-}
 
 void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
@@ -197,7 +182,7 @@ TEST_CASE("transfer source: a tunekit log, plain and gzipped, one source per tas
 
   // The same log gzipped reads the same records; its identity hashes the bytes as stored.
   const auto gz = dir.path / "run.jsonl.gz";
-  write_file(gz, gzip_of(tunekit::test::slurp(log)));
+  write_file(gz, tunekit::test::zlib_gzip(tunekit::test::slurp(log)));
   const auto gz_tables = tunekit::sources_from_files({gz}, nullptr);
   REQUIRE(gz_tables.size() == 2);
   CHECK(gz_tables[0].rows == tables[0].rows);
@@ -219,12 +204,12 @@ TEST_CASE("transfer source: recorded spaces (dataset CSV, Kernel Tuner cache), p
       "32,2,0,1.0,1.0\n"
       "64,3,0,inf,\n";
   write_file(dir.path / "space.csv", csv);
-  write_file(dir.path / "space.csv.gz", gzip_of(csv));
+  write_file(dir.path / "space.csv.gz", tunekit::test::zlib_gzip(csv));
   const std::string cache =
       R"({"device_name": "X", "kernel_name": "k", "problem_size": [1], "tune_params_keys": ["tile", "vec"],)"
       R"( "tune_params": {"tile": [16, 128], "vec": [1, 2]}, "objective": "time", "cache": {)"
       R"("16,1": {"tile": 16, "vec": 1, "time": 4.0}, "128,2": {"tile": 128, "vec": 2, "time": 1.0}}})";
-  write_file(dir.path / "cache.json.gz", gzip_of(cache));
+  write_file(dir.path / "cache.json.gz", tunekit::test::zlib_gzip(cache));
 
   tunekit::SearchSpace target;
   target.add(tunekit::Knob::power_of_two("tile", 16, 64));

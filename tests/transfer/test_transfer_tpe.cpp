@@ -111,7 +111,7 @@ TEST_CASE("TopFirst and TransferStart: the source's fastest configs first") {
   CHECK(with[0] == top.history()[0].config);  // the source's fastest first
 }
 
-TEST_CASE("TpeTransferTuner: sooner to a good config with the right source; near cold from 25 configs with reversed times") {
+TEST_CASE("TpeTransferTuner: sooner to a good config with the right source, near cold from 25 configs with reversed times") {
   using namespace transfer_tpe_test;
   auto kernel = tunekit::ReplayKernel::from_csv(tunekit::test::datasets + "/convolution_A4000.csv");
   const tunekit::TransferPrior right(kernel.space(), tunekit::TransferSource(kernel.space(), {a100(false)}));

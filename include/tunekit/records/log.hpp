@@ -91,6 +91,44 @@ class RecordWriterImpl {
 /// (docs/getting-started.md, "Compile time").
 using RecordWriter = detail::RecordWriterImpl<>;
 
+namespace detail {
+/// Each non-blank line of a log's `content` parsed as a `Json` (nlohmann::json or ordered_json)
+/// and handed to `f(j)`: a truncated last line (not valid JSON, no newline at its end: a killed
+/// writer) is skipped with a warning; another malformed line, and a RecordError or a json
+/// exception from `f`, is a RecordError naming the file and line number.
+template <class Json, class F>
+void for_each_log_line(const std::string& content, const std::filesystem::path& path, std::ostream* warnings, F&& f) {
+  std::size_t pos = 0, line_no = 0;
+  while (pos < content.size()) {
+    ++line_no;
+    const auto nl = content.find('\n', pos);
+    const bool last_unterminated = nl == std::string::npos;
+    const std::string line = content.substr(pos, last_unterminated ? std::string::npos : nl - pos);
+    pos = last_unterminated ? content.size() : nl + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path.string() + ":" + std::to_string(line_no);
+    Json j;
+    try {
+      j = Json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      if (last_unterminated) {
+        if (warnings) *warnings << "tunekit: warning: " << where << ": ignoring a truncated last line\n";
+        return;
+      }
+      throw RecordError(where + ": malformed record: " + e.what());
+    }
+    try {
+      if (!j.is_object()) throw RecordError("record is not a JSON object");
+      f(j);
+    } catch (const RecordError& e) {
+      throw RecordError(where + ": " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+      throw RecordError(where + ": malformed record: " + e.what());
+    }
+  }
+}
+}  // namespace detail
+
 /// Reads the records of one task from a log. A truncated last line (no newline at the end, not
 /// valid JSON: a killed writer) is skipped with a warning; any other malformed line is a
 /// RecordError naming the file and line number. Records of other tasks are skipped (their
@@ -102,36 +140,10 @@ std::vector<Record> read_records(const std::filesystem::path& path, const Search
   if (!in) throw RecordError("cannot open log '" + path.string() + "'");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<Record> out;
-  std::size_t pos = 0, line_no = 0;
-  while (pos < content.size()) {
-    ++line_no;
-    const auto nl = content.find('\n', pos);
-    const bool last_unterminated = nl == std::string::npos;
-    const std::string line = content.substr(pos, last_unterminated ? std::string::npos : nl - pos);
-    pos = last_unterminated ? content.size() : nl + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path.string() + ":" + std::to_string(line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      if (last_unterminated) {
-        if (warnings)
-          *warnings << "tunekit: warning: " << where << ": ignoring a truncated last line\n";
-        break;
-      }
-      throw RecordError(where + ": malformed record: " + e.what());
-    }
-    try {
-      if (!j.is_object()) throw RecordError("record is not a JSON object");
-      if (!task.empty() && j.at("task").get<std::string>() != task) continue;
-      out.push_back(record_from_json(space, j));
-    } catch (const RecordError& e) {
-      throw RecordError(where + ": " + e.what());
-    } catch (const nlohmann::json::exception& e) {
-      throw RecordError(where + ": malformed record: " + e.what());
-    }
-  }
+  detail::for_each_log_line<nlohmann::json>(content, path, warnings, [&](const nlohmann::json& j) {
+    if (!task.empty() && j.at("task").get<std::string>() != task) return;
+    out.push_back(record_from_json(space, j));
+  });
   return out;
 }
 

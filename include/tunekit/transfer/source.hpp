@@ -23,6 +23,7 @@
 /// 1 at its best, 0 for a failure), as Tuner's surrogate target is on the target task, so that
 /// sources from slower and faster devices share one scale.
 
+#include "tunekit/records/log.hpp"
 #include "tunekit/records/record.hpp"
 #include "tunekit/replay/kernel_tuner_cache.hpp"
 #include "tunekit/core/deferred.hpp"
@@ -378,62 +379,39 @@ std::vector<SourceTable> sources_from_log(const std::filesystem::path& path, con
   const std::string hash = content_hash(detail::source_file_bytes(path));
   std::vector<SourceTable> tables;
   std::map<std::string, std::size_t> table_of;
-  std::size_t pos = 0, line_no = 0;
-  while (pos < content.size()) {
-    ++line_no;
-    const auto nl = content.find('\n', pos);
-    const bool last_unterminated = nl == std::string::npos;
-    const std::string line = content.substr(pos, last_unterminated ? std::string::npos : nl - pos);
-    pos = last_unterminated ? content.size() : nl + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path.string() + ":" + std::to_string(line_no);
-    // Ordered: a source's knobs in the order the log writes them (the space's).
-    const auto j = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      if (last_unterminated) {
-        if (warnings) *warnings << "tunekit: warning: " << where << ": ignoring a truncated last line\n";
+  // Ordered: a source's knobs in the order the log writes them (the space's).
+  detail::for_each_log_line<nlohmann::ordered_json>(content, path, warnings, [&](const nlohmann::ordered_json& j) {
+    const std::string record_task = j.at("task").get<std::string>();
+    if (!task.empty() && record_task != task) return;
+    const auto status = parse_status(j.at("status").get<std::string>());
+    if (!status) throw RecordError("unknown status " + j.at("status").dump());
+    const double time = *status == Status::ok ? j.at("mean").get<double>() : std::numeric_limits<double>::infinity();
+    const auto& config = j.at("config");
+    if (!config.is_object()) throw RecordError("config is not an object");
+    auto [it, fresh] = table_of.emplace(record_task, tables.size());
+    if (fresh) {
+      tables.push_back(SourceTable{.identity = {.file = path.string(), .task = record_task, .hash = hash}});
+      for (const auto& [name, v] : config.items()) tables.back().knobs.push_back(name);
+    }
+    SourceTable& t = tables[it->second];
+    std::vector<SourceValue> row;
+    row.reserve(t.knobs.size());
+    bool whole = config.size() == t.knobs.size();
+    for (std::size_t i = 0; i < t.knobs.size() && whole; ++i) {
+      const auto v = config.find(t.knobs[i]);
+      if (v == config.end()) {
+        whole = false;
         break;
       }
-      throw RecordError(where + ": malformed record");
+      const auto value = detail::source_value_of_json(*v);
+      if (!value) throw RecordError("knob '" + t.knobs[i] + "' has the value " + v->dump() + ", which no knob holds");
+      row.push_back(*value);
     }
-    try {
-      if (!j.is_object()) throw RecordError("record is not a JSON object");
-      const std::string record_task = j.at("task").get<std::string>();
-      if (!task.empty() && record_task != task) continue;
-      const auto status = parse_status(j.at("status").get<std::string>());
-      if (!status) throw RecordError("unknown status " + j.at("status").dump());
-      const double time = *status == Status::ok ? j.at("mean").get<double>() : std::numeric_limits<double>::infinity();
-      const auto& config = j.at("config");
-      if (!config.is_object()) throw RecordError("config is not an object");
-      auto [it, fresh] = table_of.emplace(record_task, tables.size());
-      if (fresh) {
-        tables.push_back(SourceTable{.identity = {.file = path.string(), .task = record_task, .hash = hash}});
-        for (const auto& [name, v] : config.items()) tables.back().knobs.push_back(name);
-      }
-      SourceTable& t = tables[it->second];
-      std::vector<SourceValue> row;
-      row.reserve(t.knobs.size());
-      bool whole = config.size() == t.knobs.size();
-      for (std::size_t i = 0; i < t.knobs.size() && whole; ++i) {
-        const auto v = config.find(t.knobs[i]);
-        if (v == config.end()) {
-          whole = false;
-          break;
-        }
-        const auto value = detail::source_value_of_json(*v);
-        if (!value) throw RecordError("knob '" + t.knobs[i] + "' has the value " + v->dump() + ", which no knob holds");
-        row.push_back(*value);
-      }
-      if (!whole)
-        throw RecordError("config's knobs differ from those of the task's first record (" + config.dump() + ")");
-      t.rows.push_back(std::move(row));
-      t.times.push_back(time);
-    } catch (const RecordError& e) {
-      throw RecordError(where + ": " + e.what());
-    } catch (const nlohmann::json::exception& e) {
-      throw RecordError(where + ": malformed record: " + e.what());
-    }
-  }
+    if (!whole)
+      throw RecordError("config's knobs differ from those of the task's first record (" + config.dump() + ")");
+    t.rows.push_back(std::move(row));
+    t.times.push_back(time);
+  });
   if (tables.empty())
     throw RecordError("log '" + path.string() + "' holds no records" + (task.empty() ? "" : " of task '" + task + "'"));
   return tables;

@@ -113,13 +113,16 @@ void fit_log_times(S& model, const SearchSpace& space, const LogTimes& targets, 
 // The candidate of largest log a(x) + log P(ok | x): a the acquisition of the fitted model's
 // log time below `best_log_time` (minimised: a.score(-mean, sd, -best)), sd floored at 1e-9 so
 // that where the model is certain the acquisition stays ordered by the mean; candidates in
-// `excluded` are skipped (there must be another). The acquisition is
+// `excluded` are skipped (there must be another); `prior_mean`, when given, is added to the
+// model's mean (one value per candidate: TransferModelStart's prior). The acquisition is
 // of the improvement kind (non-negative: ExpectedImprovement, ProbabilityOfImprovement).
 template <class S, class A>
 std::size_t best_by_acquisition(const S& model, const A& acquisition, double best_log_time, const SearchSpace& space,
-                                const CandidatePool& pool, std::span<const std::size_t> excluded = {}) {
+                                const CandidatePool& pool, std::span<const std::size_t> excluded = {},
+                                const Eigen::VectorXd* prior_mean = nullptr) {
   Eigen::VectorXd mean, sd;
   model.predict(position_features(space, pool.configs()), mean, sd);
+  if (prior_mean) mean += *prior_mean;
   sd = sd.cwiseMax(1e-9);
   std::size_t pick = 0;
   double pick_score = -std::numeric_limits<double>::infinity();

@@ -238,19 +238,8 @@ class TransferModelStart {
       detail::LogTimes targets{configs, Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size()))};
       detail::WarmStart none;
       detail::fit_log_times(model_, space, targets, round.phase_start, none, 0, rng);
-      Eigen::VectorXd mean, sd;
-      model_.predict(position_features(space, pool.configs()), mean, sd);
-      mean += prior_pool;
-      sd = sd.cwiseMax(1e-9);
-      std::size_t best = pool.size();
-      double best_score = -std::numeric_limits<double>::infinity();
-      for (std::size_t i = 0; i < pool.size(); ++i) {
-        if (std::find(picks.begin(), picks.end(), i) != picks.end()) continue;
-        const auto r = static_cast<Eigen::Index>(i);
-        const double a = acquisition_.score(-mean(r), sd(r), -best_log_time);
-        const double score = std::log(std::max(a, std::numeric_limits<double>::min())) + pool.log_ok()[i];
-        if (best == pool.size() || score > best_score) best = i, best_score = score;
-      }
+      const std::size_t best =
+          detail::best_by_acquisition(model_, acquisition_, best_log_time, space, pool, picks, &prior_pool);
       picks.push_back(best);
       configs.push_back(pool[best]);
       y.push_back(lie);
